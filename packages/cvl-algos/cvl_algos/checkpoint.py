@@ -40,10 +40,10 @@ STATE_FILE = "state.json"
 
 __all__ = [
     "FORMAT_VERSION",
-    "save_checkpoint",
+    "get_global_rng_state",
     "load_checkpoint",
     "read_checkpoint_state",
-    "get_global_rng_state",
+    "save_checkpoint",
     "set_global_rng_state",
 ]
 

@@ -39,11 +39,11 @@ from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_ch
 __all__ = [
     "LearnerBase",
     "Scalar",
-    "config_to_dict",
     "config_from_dict",
+    "config_to_dict",
+    "metrics_to_floats",
     "optimizer_step",
     "polyak_update",
-    "metrics_to_floats",
 ]
 
 
