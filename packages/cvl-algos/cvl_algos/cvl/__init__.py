@@ -1,0 +1,42 @@
+"""Contrastive Value Learning (Mazoure, Eysenbach, Nachum, Tompson): config, losses, Q, learner."""
+
+from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
+from cvl_algos.cvl.learner import CVLLearner, CVLMCLearner, XiState
+from cvl_algos.cvl.losses import (
+    contrastive_critic_loss,
+    infonce_partition_loss,
+    normalize_q_per_batch,
+    policy_loss,
+)
+from cvl_algos.cvl.pretrain import pretrain_then_finetune
+from cvl_algos.cvl.q import (
+    detached_phi,
+    direct_q_fn,
+    q_direct,
+    q_direct_from_latents,
+    q_rff,
+    rff_q_fn,
+    xi_ema,
+    xi_estimate,
+)
+
+__all__ = [
+    "CVLConfig",
+    "CVLLearner",
+    "CVLMCConfig",
+    "CVLMCLearner",
+    "XiState",
+    "contrastive_critic_loss",
+    "detached_phi",
+    "direct_q_fn",
+    "infonce_partition_loss",
+    "normalize_q_per_batch",
+    "policy_loss",
+    "pretrain_then_finetune",
+    "q_direct",
+    "q_direct_from_latents",
+    "q_rff",
+    "rff_q_fn",
+    "xi_ema",
+    "xi_estimate",
+]

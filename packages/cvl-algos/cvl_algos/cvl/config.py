@@ -1,0 +1,107 @@
+"""Configuration of Contrastive Value Learning (CVL).
+
+Defaults follow the paper's appendix (tables 1 and 2) where it gives a value; the fields it leaves
+open (latent size, EMA rates, entropy coefficients, number of random features) carry the value
+we chose, marked "not in the paper" below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class CVLConfig:
+    """Hyperparameters of CVL (paper sec. 4, algorithm 1, tables 1-2; DESIGN.md sec. 2).
+
+    Batches: the paper trains CVL on batches of ``H`` anchors (one whole episode, H = 500 on
+    Meta-World) drawn with ``ContrastiveSampler(mode="episode")``; ``batch_size=512`` with
+    ``sampler_mode="uniform"`` (anchors drawn uniformly over all steps) is the other supported
+    layout. The learner itself accepts any batch size; these two fields tell the runner which
+    sampler to build.
+    """
+
+    # Optimisation (table 1).
+    lr: float = 3e-4
+    """Adam learning rate for the critic and the policy."""
+    batch_size: int = 500
+    """Anchors per batch: H = 500 (episode mode, the paper) or 512 in uniform mode."""
+    sampler_mode: Literal["episode", "uniform"] = "episode"
+    """How the runner should draw contrastive batches (see the class docstring)."""
+    discount: float = 0.99
+    """gamma: parameter of the truncated-geometric future offset and the 1/(1-gamma) Q scale."""
+    max_grad_norm: float = 100.0
+    """Global gradient-norm clip applied to each optimiser step."""
+    hidden: tuple[int, ...] = (256, 256)
+    """DenseNet MLP widths of phi, psi and the policy."""
+
+    # Contrastive critic (eq. 9-10, table 2).
+    latent_dim: int = 64
+    """Size d of phi(s, a) and psi(s+) (not in the paper)."""
+    temperature: float = 1.0
+    """InfoNCE temperature tau: f = phi . psi / tau (table 2: 1)."""
+    normalize: bool = True
+    """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
+    lambda_partition: float = 1e-3
+    """Coefficient of the partition regulariser mean_i (lse_j f_ij)^2 (eq. 10, table 2)."""
+    psi_target_tau: float = 0.005
+    """Polyak rate of psi_target <- (1 - tau) psi_target + tau psi (not in the paper)."""
+
+    # Q estimation (eq. 11-12).
+    q_estimator: Literal["rff", "mc"] = "rff"
+    """"rff": Q = F(phi) . xi / (1-gamma) (eq. 12, the paper's default); "mc": direct
+    Monte-Carlo Q_NCE over the batch's future states (eq. 11)."""
+    num_rff_features: int = 1024
+    """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
+    beta_xi: float = 0.99
+    """EMA rate of xi <- beta xi + (1 - beta) mean_j F(psi_target(s+_j)) r_j (not in the paper)."""
+
+    # Policy (eq. 13-15, table 2).
+    num_action_samples: int = 10
+    """N_a reparameterised action samples per state in the KL term (table 2: 10)."""
+    alpha: float = 0.1
+    """Boltzmann temperature of eq. 13: L = E[alpha log pi - Q] (not in the paper)."""
+    lambda_bc: float = 0.1
+    """Weight of the behaviour-cloning term (table 2: 0.1; 0 on Mountain Car)."""
+    tau_bc: float = 0.1
+    """Entropy coefficient inside the BC term, -E log pi(a|s) - tau_bc H(pi) (eq. 14)."""
+    normalize_q: bool = False
+    """Divide Q by its detached per-batch mean |Q| in the policy loss (TD3+BC style; an
+    ablation switch, not in the paper)."""
+    log_std_min: float = -5.0
+    """Lower clamp of the policy's log standard deviation."""
+    log_std_max: float = 2.0
+    """Upper clamp of the policy's log standard deviation."""
+
+    # Execution.
+    compile: bool = False
+    """Wrap the update in torch.compile."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.discount < 1.0:
+            raise ValueError(f"discount must lie in [0, 1), got {self.discount}")
+        if self.q_estimator not in ("rff", "mc"):
+            raise ValueError(f"q_estimator must be 'rff' or 'mc', got {self.q_estimator!r}")
+        if self.sampler_mode not in ("episode", "uniform"):
+            raise ValueError(
+                f"sampler_mode must be 'episode' or 'uniform', got {self.sampler_mode!r}"
+            )
+        if not 0.0 <= self.beta_xi < 1.0:
+            raise ValueError(f"beta_xi must lie in [0, 1), got {self.beta_xi}")
+        if not 0.0 < self.psi_target_tau <= 1.0:
+            raise ValueError(f"psi_target_tau must lie in (0, 1], got {self.psi_target_tau}")
+        if self.num_action_samples < 1 or self.num_rff_features < 1 or self.batch_size < 2:
+            raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
+        if self.temperature <= 0.0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.q_estimator == "rff" and not self.normalize:
+            raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
+
+
+@dataclass(frozen=True)
+class CVLMCConfig(CVLConfig):
+    """:class:`CVLConfig` with the direct Monte-Carlo Q_NCE (eq. 11) as the default estimator."""
+
+    q_estimator: Literal["rff", "mc"] = "mc"
+    """"mc": direct Monte-Carlo Q_NCE over the batch's future states (eq. 11)."""

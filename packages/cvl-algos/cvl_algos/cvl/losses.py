@@ -1,0 +1,133 @@
+"""Pure losses of Contrastive Value Learning (paper eq. 9-10 and 13-15).
+
+Each loss returns ``(loss, metrics)`` where metrics are detached scalar tensors; none takes an
+optimiser step, logs, or mutates its arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from einops import rearrange, reduce, repeat
+from torch import Tensor, nn
+
+QFn = Callable[[Tensor, Tensor], Tensor]
+"""(obs (M, *obs_shape), action (M, A)) -> Q (M,)."""
+
+
+def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Tensor, dict]:
+    """InfoNCE with the partition regulariser over a (B, B) logit matrix (eq. 9-10).
+
+    ``logits[i, j] = f(s_i, a_i, s+_j)``; the diagonal holds the positives and every other
+    column of a row is a negative. The loss is
+    ``mean_i [-f_ii + lse_j f_ij] + lambda_partition * mean_i (lse_j f_ij)^2``.
+    """
+    assert logits.ndim == 2 and logits.shape[0] == logits.shape[1], logits.shape
+    batch = logits.shape[0]
+    lse = torch.logsumexp(logits, dim=1)
+    positives = torch.diagonal(logits)
+    nce = reduce(lse - positives, "b -> ", "mean")
+    partition = reduce(lse**2, "b -> ", "mean")
+    loss = nce + lambda_partition * partition
+    with torch.no_grad():
+        eye = torch.eye(batch, dtype=torch.bool, device=logits.device)
+        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
+        metrics = {
+            "critic_loss": loss.detach(),
+            "critic_nce": nce.detach(),
+            "critic_partition": partition.detach(),
+            "critic_accuracy": accuracy.mean(),
+            "logits_mean": logits.mean(),
+            "logits_std": logits.std(),
+            "logits_pos": positives.mean(),
+            "logits_neg": logits[~eye].mean(),
+        }
+    return loss, metrics
+
+
+def contrastive_critic_loss(
+    critic: nn.Module, batch: Any, lambda_partition: float
+) -> tuple[Tensor, dict]:
+    """Critic loss of eq. 10 on a ``ContrastiveBatch``.
+
+    Anchors are ``(batch.obs_t, batch.action_t)``, positives ``batch.obs_future`` (offsets drawn
+    from the truncated geometric, eq. 9); the other anchors' positives are the negatives.
+    Rewards are not used, so reward-free batches (pretraining) work unchanged.
+    """
+    obs_t, action_t, obs_future = batch.obs_t, batch.action_t, batch.obs_future
+    assert obs_t.shape[0] == action_t.shape[0] == obs_future.shape[0], (
+        obs_t.shape,
+        action_t.shape,
+        obs_future.shape,
+    )
+    assert obs_t.shape[1:] == obs_future.shape[1:], (obs_t.shape, obs_future.shape)
+    logits = critic.logits(obs_t, action_t, obs_future)
+    return infonce_partition_loss(logits, lambda_partition)
+
+
+def normalize_q_per_batch(q: Tensor, eps: float = 1e-6) -> Tensor:
+    """Divide Q by its detached mean absolute value over the batch (as TD3+BC does).
+
+    Q_NCE is Q only up to a positive scale (lemma 2's alpha), so this changes nothing about the
+    ordering of actions; it fixes the scale of the Q term against the entropy and BC terms.
+    """
+    scale = q.detach().abs().mean().clamp_min(eps)
+    return q / scale
+
+
+def policy_loss(
+    policy: nn.Module,
+    q_fn: QFn,
+    batch: Any,
+    *,
+    num_action_samples: int = 10,
+    alpha: float = 0.1,
+    lambda_bc: float = 0.1,
+    tau_bc: float = 0.1,
+    normalize_q: bool = False,
+) -> tuple[Tensor, dict]:
+    """Policy loss of eq. 13-15 with the BC sign fixed (DESIGN.md sec. 2).
+
+    ``L = E_s E_{a~pi}[alpha log pi(a|s) - Q(s, a)] + lambda_bc * L_BC`` with ``N_a`` reparameterised
+    samples per state (the Monte-Carlo form of KL(pi || exp(Q/alpha)/Z), eq. 13), and
+    ``L_BC = -E_{(s,a)~D} log pi(a|s) - tau_bc * H(pi(.|s))`` (eq. 14, which *maximises* the
+    likelihood of dataset actions). ``q_fn`` must not let gradients reach the critic's
+    parameters; only the policy's parameters receive gradients from this loss.
+    """
+    obs_t, action_t = batch.obs_t, batch.action_t
+    assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
+        obs_t.shape,
+        action_t.shape,
+    )
+    n = num_action_samples
+    actions, log_prob = policy.sample(obs_t, num_samples=n)
+    assert actions.shape == (n, *action_t.shape), (actions.shape, action_t.shape)
+    assert log_prob.shape == (n, obs_t.shape[0]), log_prob.shape
+    obs_rep = repeat(obs_t, "b ... -> (n b) ...", n=n)
+    q = q_fn(obs_rep, rearrange(actions, "n b a -> (n b) a"))
+    q = rearrange(q, "(n b) -> n b", n=n)
+    q_used = normalize_q_per_batch(q) if normalize_q else q
+    kl_term = reduce(alpha * log_prob - q_used, "n b -> ", "mean")
+
+    log_prob_data = policy.log_prob(obs_t, action_t)
+    entropy = policy.entropy(obs_t)
+    assert log_prob_data.shape == entropy.shape == obs_t.shape[:1], (
+        log_prob_data.shape,
+        entropy.shape,
+    )
+    bc = -log_prob_data.mean() - tau_bc * entropy.mean()
+    loss = kl_term + lambda_bc * bc
+    metrics = {
+        "policy_loss": loss.detach(),
+        "policy_kl_term": kl_term.detach(),
+        "policy_bc": bc.detach(),
+        "policy_log_prob_data": log_prob_data.detach().mean(),
+        "policy_entropy": entropy.detach().mean(),
+        "policy_log_prob": log_prob.detach().mean(),
+        "q_mean": q.detach().mean(),
+        "q_std": q.detach().std(),
+        "q_abs_mean": q.detach().abs().mean(),
+    }
+    return loss, metrics

@@ -1,0 +1,167 @@
+"""Q-value estimators of CVL from a contrastive critic (paper eq. 11, lemma 1, eq. 12).
+
+Both estimators weight the rewards of future states by the critic's density ratio
+exp(f(s, a, s+)), f = phi(s, a) . psi(s+) / temperature; ``r_j`` is the *arrival* reward of
+the future state s+_j (the reward of the transition that entered it, DESIGN.md sec. 2).
+All functions are pure: no parameter, buffer or argument is modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from einops import einsum, reduce
+from torch import Tensor, nn
+from torch.func import functional_call
+
+
+def q_direct_from_latents(
+    phi_t: Tensor,
+    psi_future: Tensor,
+    reward_future: Tensor,
+    discount: float,
+    temperature: float,
+) -> Tensor:
+    """Direct Monte-Carlo Q_NCE (eq. 11) from latents.
+
+    ``Q_i = 1/(1-g) * mean_j r_j exp(phi_i . psi_j / temperature)`` over the M future states j.
+
+    Args:
+        phi_t: (B, d) anchor features phi(s_t, a_t).
+        psi_future: (M, d) features psi_target(s+_j) of future states drawn from the data.
+        reward_future: (M,) arrival rewards of those future states.
+    Returns:
+        (B,) Q estimates.
+    """
+    assert phi_t.ndim == 2 and psi_future.ndim == 2, (phi_t.shape, psi_future.shape)
+    assert phi_t.shape[1] == psi_future.shape[1], (phi_t.shape, psi_future.shape)
+    assert reward_future.shape == psi_future.shape[:1], (
+        reward_future.shape,
+        psi_future.shape,
+    )
+    logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    weighted = torch.exp(logits) * reward_future.to(logits.dtype)
+    return reduce(weighted, "b m -> b", "mean") / (1.0 - discount)
+
+
+def q_direct(
+    critic: nn.Module,
+    psi_target: nn.Module,
+    obs_t: Tensor,
+    action_t: Tensor,
+    obs_future: Tensor,
+    reward_future: Tensor,
+    discount: float,
+) -> Tensor:
+    """Direct Q_NCE (eq. 11): phi from ``critic``, the future states' features from ``psi_target``.
+
+    ``psi_target`` is the learner's polyak EMA copy of ``critic.psi_net`` (or the online
+    ``critic.psi_net`` itself); it applies the same normalisation as the critic. Gradients
+    flow to whatever of phi's inputs require them (the policy's actions); the future features
+    are computed without a graph.
+    """
+    assert obs_t.shape[0] == action_t.shape[0], (obs_t.shape, action_t.shape)
+    assert obs_future.shape[0] == reward_future.shape[0], (
+        obs_future.shape,
+        reward_future.shape,
+    )
+    with torch.no_grad():
+        psi_future = psi_target(obs_future)
+    phi_t = critic.phi(obs_t, action_t)
+    return q_direct_from_latents(phi_t, psi_future, reward_future, discount, critic.temperature)
+
+
+def xi_estimate(rff: nn.Module, psi_future: Tensor, reward_future: Tensor) -> Tensor:
+    """One batch's estimate of xi (eq. 12): ``mean_j F(psi_target(s+_j)) r_j``, shape (D,)."""
+    assert psi_future.ndim == 2, psi_future.shape
+    assert reward_future.shape == psi_future.shape[:1], (
+        reward_future.shape,
+        psi_future.shape,
+    )
+    features = rff(psi_future)
+    weighted = features * reward_future.to(features.dtype)[:, None]
+    return reduce(weighted, "m k -> k", "mean")
+
+
+def xi_ema(xi: Tensor, estimate: Tensor, beta: float) -> Tensor:
+    """EMA of eq. 12 / algorithm 1: ``xi <- beta * xi + (1 - beta) * estimate`` (new tensor)."""
+    assert xi.shape == estimate.shape and xi.ndim == 1, (xi.shape, estimate.shape)
+    return beta * xi + (1.0 - beta) * estimate
+
+
+def q_rff(rff: nn.Module, phi_t: Tensor, xi: Tensor, discount: float) -> Tensor:
+    """Random-Fourier-feature Q_NCE (lemma 1, eq. 12): ``Q = F(phi(s, a)) . xi / (1 - g)``.
+
+    With unit latents, ``E_W,b[F(x) . F(y)] = exp(x . y / temperature)``, so for
+    ``xi = mean_j F(psi_j) r_j`` this is an unbiased estimate of ``q_direct_from_latents``.
+
+    Args:
+        rff: ``RandomFourierFeatures`` mapping (..., d) -> (..., D).
+        phi_t: (B, d) anchor features; xi: (D,).
+    Returns:
+        (B,) Q estimates.
+    """
+    assert phi_t.ndim == 2 and xi.ndim == 1, (phi_t.shape, xi.shape)
+    features = rff(phi_t)
+    assert features.shape[1] == xi.shape[0], (features.shape, xi.shape)
+    return einsum(features, xi.to(features.dtype), "b k, k -> b") / (1.0 - discount)
+
+
+class _PhiCall(nn.Module):
+    """Calls ``critic.phi`` as ``forward`` so that ``functional_call`` can swap its parameters."""
+
+    def __init__(self, critic: nn.Module) -> None:
+        super().__init__()
+        self.critic = critic
+
+    def forward(self, obs: Tensor, action: Tensor) -> Tensor:
+        return self.critic.phi(obs, action)
+
+
+def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
+    """``phi(obs, action)`` evaluated with the critic's parameters detached.
+
+    Gradients still flow to ``obs`` and ``action`` (the policy's reparameterised samples) but
+    never reach the critic's parameters, which the policy loss must leave untouched. The critic
+    itself is not modified (no ``requires_grad`` toggling).
+    """
+    wrapper = _PhiCall(critic)
+
+    def phi(obs: Tensor, action: Tensor) -> Tensor:
+        params = {f"critic.{k}": v.detach() for k, v in critic.named_parameters()}
+        return functional_call(wrapper, params, (obs, action))
+
+    return phi
+
+
+def rff_q_fn(
+    critic: nn.Module, rff: nn.Module, xi: Tensor, discount: float
+) -> Callable[[Tensor, Tensor], Tensor]:
+    """``q_fn(obs, action) -> (M,)`` of eq. 12 for the policy loss (critic parameters detached)."""
+    phi = detached_phi(critic)
+    xi = xi.detach()
+
+    def q_fn(obs: Tensor, action: Tensor) -> Tensor:
+        return q_rff(rff, phi(obs, action), xi, discount)
+
+    return q_fn
+
+
+def direct_q_fn(
+    critic: nn.Module, psi_future: Tensor, reward_future: Tensor, discount: float
+) -> Callable[[Tensor, Tensor], Tensor]:
+    """``q_fn(obs, action) -> (M,)`` of eq. 11 against fixed future latents ``psi_future`` (M, d).
+
+    ``psi_future`` should come from ``psi_target`` (e.g. ``psi_target(batch.obs_future)``).
+    """
+    phi = detached_phi(critic)
+    psi_future = psi_future.detach()
+    temperature = critic.temperature
+
+    def q_fn(obs: Tensor, action: Tensor) -> Tensor:
+        return q_direct_from_latents(
+            phi(obs, action), psi_future, reward_future, discount, temperature
+        )
+
+    return q_fn
