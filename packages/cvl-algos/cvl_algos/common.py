@@ -39,8 +39,10 @@ from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_ch
 __all__ = [
     "LearnerBase",
     "Scalar",
+    "assert_transition_batch",
     "config_from_dict",
     "config_to_dict",
+    "frozen_call",
     "metrics_to_floats",
     "optimizer_step",
     "polyak_update",
@@ -116,6 +118,28 @@ def metrics_to_floats(metrics: dict[str, torch.Tensor | float]) -> dict[str, flo
         stacked = torch.stack([metrics[k].detach().float().reshape(()) for k in keys])
         out.update(zip(keys, stacked.cpu().tolist(), strict=True))
     return out
+
+
+def frozen_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """Call ``module`` with its parameters and buffers detached.
+
+    Gradients still flow to the inputs (e.g. reparameterised actions) but never to the module's
+    parameters: an actor loss evaluated through ``frozen_call(critic, ...)`` leaves the critic's
+    ``.grad`` untouched, without toggling ``requires_grad`` on shared modules.
+    """
+    detached = {name: t.detach() for name, t in module.named_parameters()}
+    detached.update({name: t for name, t in module.named_buffers()})
+    return torch.func.functional_call(module, detached, args, kwargs)
+
+
+def assert_transition_batch(batch: Any) -> int:
+    """Check a ``TransitionBatch``'s shapes (obs, action, reward, obs_next, terminated); return B."""
+    batch_size = batch.obs.shape[0]
+    assert batch.obs_next.shape == batch.obs.shape, (batch.obs_next.shape, batch.obs.shape)
+    assert batch.action.ndim == 2 and batch.action.shape[0] == batch_size, batch.action.shape
+    assert batch.reward.shape == (batch_size,), batch.reward.shape
+    assert batch.terminated.shape == (batch_size,), batch.terminated.shape
+    return batch_size
 
 
 class Scalar(nn.Module):

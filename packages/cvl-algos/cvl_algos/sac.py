@@ -1,0 +1,218 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018): twin Q, target networks, automatic entropy tuning.
+
+SAC is the online learner that generates the paper's datasets (appendix, "Dataset composition":
+SAC trained for 500k frames, its replay buffer is the offline dataset); the environment loop that
+feeds it lives in cvl-eval. Its losses are also the base that CQL wraps (:mod:`cvl_algos.cql`).
+
+Losses (pure: no optimizer step; each returns ``(loss, metrics)``):
+
+- critic (SAC eq. 5 with clipped double Q, Fujimoto et al. 2018):
+  ``y = r + gamma (1 - terminated) [min_i Qbar_i(s', a') - alpha log pi(a'|s')]``, ``a' ~ pi(s')``;
+  ``L_Q = sum_i mean (Q_i(s, a) - y)^2``.
+- actor (SAC eq. 7): ``L_pi = mean [alpha log pi(a~|s) - min_i Q_i(s, a~)]``, ``a~ ~ pi(s)``
+  reparameterised; Q's parameters are frozen in this loss.
+- temperature (SAC eq. 18 on ``log alpha``): ``L_alpha = log_alpha * (H(pi) - H_target)`` with
+  ``H(pi) = -mean log pi(a~|s)``; minimising raises alpha while the entropy is below target.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+from cvl_models import TanhGaussianPolicy, TwinQ
+from torch import nn
+
+from cvl_algos.common import (
+    LearnerBase,
+    Scalar,
+    assert_transition_batch,
+    frozen_call,
+    polyak_update,
+)
+
+__all__ = ["SACConfig", "SACLearner", "actor_loss", "alpha_loss", "critic_loss"]
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    """Hyperparameters of SAC; table 1 of the paper's appendix where it gives a value."""
+
+    lr: float = 3e-4
+    """Adam learning rate of critic, actor and temperature (table 1)."""
+    batch_size: int = 512
+    """Transitions per update (table 1); read by whoever builds the sampler."""
+    discount: float = 0.99
+    """gamma of the TD target (table 1)."""
+    max_grad_norm: float = 100.0
+    """Global gradient-norm clip of every optimiser step (table 1)."""
+    hidden: tuple[int, ...] = (256, 256)
+    """DenseNet widths of the Q networks and the policy (table 1)."""
+    tau: float = 0.005
+    """Polyak rate of the target Q networks (SAC's default; not in the paper)."""
+    init_alpha: float = 1.0
+    """Initial entropy temperature alpha (SAC's default)."""
+    auto_alpha: bool = True
+    """Tune alpha towards ``target_entropy`` (SAC sec. 5); False keeps ``init_alpha``."""
+    target_entropy: float | None = None
+    """Target policy entropy; None means ``-action_dim`` (SAC's heuristic)."""
+    backup_entropy: bool = True
+    """Subtract ``alpha log pi(a'|s')`` in the TD target (soft backup)."""
+    log_std_min: float = -5.0
+    """Lower clamp of the policy's log standard deviation."""
+    log_std_max: float = 2.0
+    """Upper clamp of the policy's log standard deviation."""
+    compile: bool = False
+    """Wrap the loss computations in ``torch.compile``."""
+
+
+def critic_loss(
+    batch,
+    critic: nn.Module,
+    critic_target: nn.Module,
+    policy: nn.Module,
+    alpha: torch.Tensor,
+    discount: float,
+    backup_entropy: bool = True,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Clipped double-Q soft TD loss (SAC eq. 5); gradients reach ``critic`` only.
+
+    Args:
+        batch: a ``TransitionBatch`` (obs, action, reward, obs_next, terminated), not mutated.
+        critic, critic_target: ``TwinQ``-like modules, ``(obs, action) -> (q1, q2)`` each (B,).
+        policy: tanh-Gaussian policy sampling the next action (no gradient to it).
+        alpha: entropy temperature (treated as a constant).
+        discount: gamma.
+        backup_entropy: include ``-alpha log pi(a'|s')`` in the target.
+    """
+    batch_size = assert_transition_batch(batch)
+    with torch.no_grad():
+        action_next, log_prob_next = policy.sample(batch.obs_next)
+        q1_next, q2_next = critic_target(batch.obs_next, action_next)
+        value_next = torch.minimum(q1_next, q2_next)
+        if backup_entropy:
+            value_next = value_next - alpha.detach() * log_prob_next
+        target = batch.reward + discount * (1.0 - batch.terminated) * value_next
+    q1, q2 = critic(batch.obs, batch.action)
+    assert q1.shape == q2.shape == (batch_size,), (q1.shape, q2.shape)
+    loss = (q1 - target).square().mean() + (q2 - target).square().mean()
+    metrics = {
+        "critic_loss": loss.detach(),
+        "q_data": (0.5 * (q1 + q2)).mean().detach(),
+        "q_target": target.mean(),
+    }
+    return loss, metrics
+
+
+def actor_loss(
+    batch, policy: nn.Module, critic: nn.Module, alpha: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Reparameterised SAC policy loss (SAC eq. 7); ``critic``'s parameters get no gradient.
+
+    Metrics include ``entropy`` (= ``-mean log pi(a~|s)``, detached) for :func:`alpha_loss`.
+    """
+    assert_transition_batch(batch)
+    action, log_prob = policy.sample(batch.obs)
+    q1, q2 = frozen_call(critic, batch.obs, action)
+    q = torch.minimum(q1, q2)
+    loss = (alpha.detach() * log_prob - q).mean()
+    metrics = {
+        "actor_loss": loss.detach(),
+        "entropy": -log_prob.mean().detach(),
+        "q_policy": q.mean().detach(),
+    }
+    return loss, metrics
+
+
+def alpha_loss(
+    log_alpha: torch.Tensor, entropy: torch.Tensor, target_entropy: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Temperature loss (SAC eq. 18 in log space): ``log_alpha * (H(pi) - H_target)``.
+
+    ``entropy`` is the detached batch entropy estimate from :func:`actor_loss`.
+    """
+    assert log_alpha.shape == () and entropy.shape == (), (log_alpha.shape, entropy.shape)
+    loss = log_alpha * (entropy.detach() - target_entropy)
+    return loss, {"alpha_loss": loss.detach(), "alpha": log_alpha.detach().exp()}
+
+
+class SACLearner(LearnerBase):
+    """SAC learner: ``update(TransitionBatch)`` does one critic, actor and temperature step.
+
+    Subclasses change the losses through :meth:`compute_critic_loss` / :meth:`compute_actor_loss`
+    (CQL wraps the critic loss of this module rather than re-implementing it).
+    """
+
+    name = "sac"
+    config_cls = SACConfig
+    sampler_kind = "transition"
+
+    def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
+        super().__init__(obs_shape, action_dim, config, device, seed)
+        cfg = self.config
+        with self.rng_scope():
+            self.policy = TanhGaussianPolicy(
+                self.obs_shape, self.action_dim, cfg.hidden, cfg.log_std_min, cfg.log_std_max
+            ).to(self.device)
+            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = Scalar(torch.log(torch.tensor(cfg.init_alpha)).item()).to(self.device)
+        self.target_entropy = (
+            -float(self.action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
+        )
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
+        self.actor_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
+        self.alpha_opt = torch.optim.Adam(self.log_alpha.parameters(), lr=cfg.lr)
+        self._critic_loss_fn = self.maybe_compile(self.compute_critic_loss)
+        self._actor_loss_fn = self.maybe_compile(self.compute_actor_loss)
+
+    def state_modules(self) -> dict[str, nn.Module]:
+        return {
+            "policy": self.policy,
+            "critic": self.critic,
+            "critic_target": self.critic_target,
+            "log_alpha": self.log_alpha,
+        }
+
+    def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"critic": self.critic_opt, "actor": self.actor_opt, "alpha": self.alpha_opt}
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.log_alpha().detach().exp()
+
+    def compute_critic_loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        cfg = self.config
+        return critic_loss(
+            batch,
+            self.critic,
+            self.critic_target,
+            self.policy,
+            self.alpha,
+            cfg.discount,
+            cfg.backup_entropy,
+        )
+
+    def compute_actor_loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return actor_loss(batch, self.policy, self.critic, self.alpha)
+
+    def actor_loss_fn_for_step(self):
+        """The (possibly compiled) actor loss used at ``self.step``; chosen outside compiled code."""
+        return self._actor_loss_fn
+
+    def _train_step(self, batch) -> dict[str, torch.Tensor]:
+        loss_q, metrics = self._critic_loss_fn(batch)
+        metrics["critic_grad_norm"] = self.clip_and_step(self.critic_opt, loss_q, self.critic)
+        loss_pi, actor_metrics = self.actor_loss_fn_for_step()(batch)
+        metrics.update(actor_metrics)
+        metrics["actor_grad_norm"] = self.clip_and_step(self.actor_opt, loss_pi, self.policy)
+        if self.config.auto_alpha:
+            loss_a, alpha_metrics = alpha_loss(
+                self.log_alpha(), actor_metrics["entropy"], self.target_entropy
+            )
+            self.clip_and_step(self.alpha_opt, loss_a, self.log_alpha)
+            metrics.update(alpha_metrics)
+        metrics["alpha"] = self.alpha
+        polyak_update(self.critic_target, self.critic, self.config.tau)
+        return metrics
