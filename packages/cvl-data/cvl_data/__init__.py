@@ -1,3 +1,43 @@
-"""cvl_data."""
+"""cvl_data: offline datasets on disk, truncated-geometric future sampling, relabelling.
+
+Part of the CVL monorepo ("Contrastive Value Learning: Implicit Models for Simple Offline RL",
+Mazoure, Eysenbach, Nachum, Tompson).
+"""
 
 __version__ = "0.1.0"
+
+from cvl_data.batches import ContrastiveBatch, TransitionBatch
+from cvl_data.concat import ConcatDataset, concat_datasets
+from cvl_data.errors import DatasetError
+from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
+from cvl_data.reader import Dataset, open_dataset
+from cvl_data.samplers import ContrastiveSampler, TransitionSampler
+from cvl_data.source import EpisodeSource
+from cvl_data.spec import DatasetSpec
+from cvl_data.tasks import related_tasks, task_domain
+from cvl_data.views import RelabelledView, reward_free, union_with_shared, zero_reward
+from cvl_data.writer import DatasetWriter
+
+__all__ = [
+    "ConcatDataset",
+    "ContrastiveBatch",
+    "ContrastiveSampler",
+    "Dataset",
+    "DatasetError",
+    "DatasetSpec",
+    "DatasetWriter",
+    "EpisodeSource",
+    "RelabelledView",
+    "TransitionBatch",
+    "TransitionSampler",
+    "__version__",
+    "concat_datasets",
+    "open_dataset",
+    "related_tasks",
+    "reward_free",
+    "sample_truncated_geometric",
+    "task_domain",
+    "truncated_geometric_pmf",
+    "union_with_shared",
+    "zero_reward",
+]

@@ -1,0 +1,270 @@
+"""`DatasetWriter`: stream episodes to disk; finish atomically; resume after a crash.
+
+While writing, data lives in ``<path>.partial/``: one `.npy` per field with a fixed-size
+placeholder header (rows appended in place, never moved) and ``progress.json``, rewritten
+atomically after every committed episode. On resume, bytes past the last committed episode are
+truncated away. `finish` writes the final headers and ``meta.json`` (with checksums), then
+renames the folder to ``<path>``: a folder at ``<path>`` is always a whole dataset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO, Self
+
+import numpy as np
+
+from cvl_data.errors import DatasetError
+from cvl_data.layout import (
+    HEADER_BYTES,
+    META_FILE,
+    PARTIAL_FORMAT,
+    PROGRESS_FILE,
+    SCHEMA_VERSION,
+    build_meta,
+    field_layouts,
+    fsync_dir,
+    npy_header,
+    partial_path,
+    write_json_atomic,
+)
+from cvl_data.spec import DatasetSpec
+from cvl_data.validate import coerce_episode
+
+
+def _same_except_provenance(a: DatasetSpec, b: DatasetSpec) -> list[str]:
+    return [
+        f.name
+        for f in dataclasses.fields(DatasetSpec)
+        if f.name != "provenance" and getattr(a, f.name) != getattr(b, f.name)
+    ]
+
+
+class DatasetWriter:
+    """Append episodes to a new dataset folder; usable as a context manager.
+
+    >>> with DatasetWriter(path, spec) as writer:          # doctest: +SKIP
+    ...     writer.add_episode(obs, actions, rewards, terminated=term, truncated=trunc)
+
+    A clean ``with`` exit calls `finish`; an exception leaves ``<path>.partial/`` with every
+    episode committed so far. ``DatasetWriter(path, spec, resume=True)`` continues it (the spec
+    must match except for ``provenance``; the partial's spec is kept). With ``resume=True`` and
+    nothing to resume, a new dataset is started.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], spec: DatasetSpec, resume: bool = False):
+        self.path = Path(path)
+        self.spec = spec
+        self._partial = partial_path(self.path)
+        self._layouts = field_layouts(spec)
+        self._files: dict[str, BinaryIO] = {}
+        self._num_episodes = 0
+        self._num_steps = 0
+        self._finished = False
+        if self.path.exists():
+            raise DatasetError(f"{self.path}: already exists; a writer never overwrites a dataset")
+        if self._partial.exists():
+            if not resume:
+                raise DatasetError(
+                    f"{self._partial}: an unfinished dataset is here; pass resume=True to "
+                    "continue it, or delete the folder to start again"
+                )
+            self._resume()
+        else:
+            self._start()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def num_episodes(self) -> int:
+        """Episodes committed so far (> 0 after resuming a partial dataset)."""
+        return self._num_episodes
+
+    @property
+    def num_steps(self) -> int:
+        """Steps (transitions) committed so far."""
+        return self._num_steps
+
+    def _committed_bytes(self, name: str) -> int:
+        layout = self._layouts[name]
+        return HEADER_BYTES + layout.rows(self._num_steps, self._num_episodes) * layout.row_bytes
+
+    def _progress(self) -> dict[str, Any]:
+        return {
+            "format": PARTIAL_FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "spec": self.spec.to_json(),
+            "num_episodes": self._num_episodes,
+            "num_steps": self._num_steps,
+        }
+
+    # ------------------------------------------------------------ start/resume
+    def _start(self) -> None:
+        """Build the empty partial under a scratch name, then rename it into place."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        scratch = self._partial.with_name(f"{self._partial.name}.init-{os.getpid()}")
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
+        for name, layout in self._layouts.items():
+            with open(scratch / layout.file, "wb") as handle:
+                handle.write(npy_header(layout.dtype, layout.shape(0, 0)))
+                if name == "episode_offsets":
+                    handle.write(np.zeros(1, np.int64).tobytes())
+                handle.flush()
+                os.fsync(handle.fileno())
+        write_json_atomic(scratch / PROGRESS_FILE, self._progress())
+        os.rename(scratch, self._partial)
+        fsync_dir(self._partial.parent)
+        self._open_files()
+
+    def _resume(self) -> None:
+        progress_file = self._partial / PROGRESS_FILE
+        meta_file = self._partial / META_FILE
+        source = progress_file if progress_file.exists() else meta_file
+        try:
+            progress = json.loads(source.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DatasetError(
+                f"{progress_file}: missing; cannot resume this partial dataset"
+            ) from None
+        except json.JSONDecodeError as error:
+            raise DatasetError(f"{source}: not valid JSON ({error})") from None
+        if progress.get("schema_version") != SCHEMA_VERSION:
+            raise DatasetError(
+                f"{source} (field 'schema_version'): {progress.get('schema_version')!r}, "
+                f"this writer resumes version {SCHEMA_VERSION}"
+            )
+        stored = DatasetSpec.from_json(progress.get("spec"), where=f"{source} (field 'spec')")
+        differ = _same_except_provenance(stored, self.spec)
+        if differ:
+            raise DatasetError(
+                f"{source} (field 'spec'): the partial dataset's spec differs in {differ}; "
+                "resume with the same spec"
+            )
+        self.spec = stored
+        self._layouts = field_layouts(stored)
+        self._num_episodes = int(progress["num_episodes"])
+        self._num_steps = int(progress["num_steps"])
+        for name, layout in self._layouts.items():
+            file = self._partial / layout.file
+            need = self._committed_bytes(name)
+            size = file.stat().st_size if file.exists() else -1
+            if size < need:
+                raise DatasetError(
+                    f"{file} (field '{name}'): {size} bytes, shorter than the {need} bytes of its "
+                    f"{self._num_episodes} committed episodes; the partial dataset is corrupt"
+                )
+        self._open_files()
+        if source == meta_file:  # finished but not yet renamed: keep it resumable
+            write_json_atomic(progress_file, self._progress())
+            meta_file.unlink()
+
+    def _open_files(self) -> None:
+        for name, layout in self._layouts.items():
+            handle = open(self._partial / layout.file, "r+b")  # noqa: SIM115 (kept open)
+            handle.truncate(self._committed_bytes(name))
+            handle.seek(0, os.SEEK_END)
+            self._files[name] = handle
+
+    # ----------------------------------------------------------------- writing
+    def add_episode(
+        self,
+        observations: object,
+        actions: object,
+        rewards: object | None = None,
+        terminated: object = None,
+        truncated: object = None,
+    ) -> None:
+        """Append and commit one episode of ``T >= 1`` steps.
+
+        Args:
+            observations: ``(T + 1, *obs_shape)``: ``s_0 .. s_T``, the final next-observation
+                included.
+            actions: ``(T, *action_shape)``, inside the spec's bounds; stored as float32.
+            rewards: ``(T,)`` float rewards ``r_0 .. r_{T-1}``; None iff ``spec.has_rewards`` is
+                False.
+            terminated: ``(T,)`` booleans (required).
+            truncated: ``(T,)`` booleans (required).
+        """
+        if self._finished or not self._files:
+            raise DatasetError(f"{self._partial}: writer is closed")
+        arrays = coerce_episode(self.spec, observations, actions, rewards, terminated, truncated)
+        T = len(arrays["actions"])
+        arrays["episode_offsets"] = np.array([self._num_steps + T], dtype=np.int64)
+        try:
+            for name, handle in self._files.items():
+                handle.write(arrays[name].tobytes())
+            for handle in self._files.values():
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException:
+            self._rollback()
+            raise
+        self._num_episodes += 1
+        self._num_steps += T
+        write_json_atomic(self._partial / PROGRESS_FILE, self._progress())
+
+    def _rollback(self) -> None:
+        """Drop bytes of an episode that failed half-way (best effort; resume truncates too)."""
+        for name, handle in self._files.items():
+            try:
+                handle.flush()
+                handle.truncate(self._committed_bytes(name))
+                handle.seek(0, os.SEEK_END)
+            except OSError:
+                pass
+
+    def finish(self) -> Path:
+        """Write final headers and ``meta.json`` (with checksums), then rename into place."""
+        if self._finished:
+            return self.path
+        if self._num_episodes == 0:
+            raise DatasetError(
+                f"{self._partial}: no episodes were added; refusing an empty dataset"
+            )
+        for name, handle in self._files.items():
+            layout = self._layouts[name]
+            handle.seek(0)
+            handle.write(
+                npy_header(layout.dtype, layout.shape(self._num_steps, self._num_episodes))
+            )
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.close()
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        meta = build_meta(self.spec, self._num_steps, self._num_episodes, self._partial, created)
+        write_json_atomic(self._partial / META_FILE, meta)
+        (self._partial / PROGRESS_FILE).unlink()
+        fsync_dir(self._partial)
+        if self.path.exists():
+            raise DatasetError(
+                f"{self.path}: appeared while writing; finished data left in {self._partial}"
+            )
+        os.rename(self._partial, self.path)
+        fsync_dir(self.path.parent)
+        self._finished = True
+        return self.path
+
+    def close(self) -> None:
+        """Close the files without finishing (the partial dataset stays resumable)."""
+        files, self._files = self._files, {}
+        for handle in files.values():
+            handle.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            self.close()
