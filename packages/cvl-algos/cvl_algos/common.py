@@ -132,12 +132,19 @@ def frozen_call(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
     return torch.func.functional_call(module, detached, args, kwargs)
 
 
-def assert_transition_batch(batch: Any) -> int:
-    """Check a ``TransitionBatch``'s shapes (obs, action, reward, obs_next, terminated); return B."""
+def assert_transition_batch(batch: Any, require_reward: bool = True) -> int:
+    """Check a ``TransitionBatch``'s shapes (obs, action, reward, obs_next, terminated); return B.
+
+    Raises ``ValueError`` for a reward-free batch when ``require_reward`` (TD losses need rewards).
+    """
     batch_size = batch.obs.shape[0]
     assert batch.obs_next.shape == batch.obs.shape, (batch.obs_next.shape, batch.obs.shape)
     assert batch.action.ndim == 2 and batch.action.shape[0] == batch_size, batch.action.shape
-    assert batch.reward.shape == (batch_size,), batch.reward.shape
+    if batch.reward is None:
+        if require_reward:
+            raise ValueError("this loss needs rewards; got a reward-free TransitionBatch")
+    else:
+        assert batch.reward.shape == (batch_size,), batch.reward.shape
     assert batch.terminated.shape == (batch_size,), batch.terminated.shape
     return batch_size
 

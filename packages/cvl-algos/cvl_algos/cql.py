@@ -103,7 +103,7 @@ def cql_regularizer(
 
     Uniform actions use the global torch RNG (the learner's, inside its ``rng_scope``).
     """
-    batch_size = assert_transition_batch(batch)
+    batch_size = assert_transition_batch(batch, require_reward=False)
     action_dim = batch.action.shape[1]
     obs = batch.obs
     with torch.no_grad():
@@ -172,7 +172,7 @@ def bc_warmstart_actor_loss(
     ``a~ ~ pi(.|s)`` reparameterised, ``a`` the dataset action. Touches only the policy. Metrics
     carry ``entropy`` so the temperature keeps being tuned during the warm start.
     """
-    batch_size = assert_transition_batch(batch)
+    batch_size = assert_transition_batch(batch, require_reward=False)
     _, log_prob_sample = policy.sample(batch.obs)
     log_prob_data = policy.log_prob(batch.obs, batch.action)
     assert log_prob_data.shape == log_prob_sample.shape == (batch_size,)

@@ -112,7 +112,7 @@ def actor_loss(
 
     Metrics include ``entropy`` (= ``-mean log pi(a~|s)``, detached) for :func:`alpha_loss`.
     """
-    assert_transition_batch(batch)
+    assert_transition_batch(batch, require_reward=False)
     action, log_prob = policy.sample(batch.obs)
     q1, q2 = frozen_call(critic, batch.obs, action)
     q = torch.minimum(q1, q2)
