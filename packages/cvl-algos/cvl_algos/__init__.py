@@ -30,15 +30,28 @@ _LAZY = {
 
 __all__ = [
     "ALGORITHMS",
+    "BCConfig",
+    "BCLearner",
+    "CQLConfig",
+    "CQLLearner",
+    "CQLUDSConfig",
+    "CQLUDSLearner",
+    "CVLConfig",
+    "CVLLearner",
+    "CVLMCConfig",
+    "CVLMCLearner",
     "LearnerBase",
+    "SACConfig",
+    "SACLearner",
     "learner_class",
     "load_checkpoint",
     "load_learner",
     "make_learner",
+    "pretrain_critic",
     "read_checkpoint_state",
     "register",
     "save_checkpoint",
-    *_LAZY,
+    "uds_datasets",
 ]
 
 

@@ -1,5 +1,60 @@
-"""Shared fixtures for cvl_algos tests."""
+"""Shared helpers for the cvl_algos tests: tiny networks, fixed synthetic batches."""
 
+import dataclasses
+
+import pytest
 import torch
+from cvl_data import TransitionBatch
 
 torch.set_num_threads(1)
+
+OBS_DIM = 5
+ACTION_DIM = 2
+TINY = {"hidden": (32, 32)}
+
+
+def make_transition_batch(seed: int = 0, batch_size: int = 32, terminal_every: int = 7):
+    """A deterministic synthetic ``TransitionBatch``: actions in [-1, 1] (some exactly +-1),
+    reward a smooth function of (s, a), every ``terminal_every``-th transition terminal."""
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.randn(batch_size, OBS_DIM, generator=gen)
+    action = torch.tanh(2.0 * torch.randn(batch_size, ACTION_DIM, generator=gen))
+    action[0] = 1.0
+    action[1] = -1.0
+    reward = torch.sin(obs[:, 0]) + action[:, 0] * obs[:, 1]
+    obs_next = obs + 0.1 * torch.randn(batch_size, OBS_DIM, generator=gen)
+    terminated = (torch.arange(batch_size) % terminal_every == terminal_every - 1).float()
+    return TransitionBatch(obs, action, reward, obs_next, terminated)
+
+
+def clone_batch(batch):
+    """A deep copy of a batch (to check that losses do not mutate theirs)."""
+    return dataclasses.replace(
+        batch,
+        **{
+            f.name: getattr(batch, f.name).clone()
+            for f in dataclasses.fields(batch)
+            if isinstance(getattr(batch, f.name), torch.Tensor)
+        },
+    )
+
+
+def assert_batch_equal(a, b):
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y), f.name
+        else:
+            assert x is y, f.name
+
+
+def assert_modules_equal(a: torch.nn.Module, b: torch.nn.Module):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert torch.equal(sa[k], sb[k]), k
+
+
+@pytest.fixture
+def batch():
+    return make_transition_batch()

@@ -1,0 +1,113 @@
+"""BC: tanh-Gaussian maximum likelihood with entropy bonus 0.1."""
+
+import numpy as np
+import torch
+from conftest import (
+    ACTION_DIM,
+    OBS_DIM,
+    TINY,
+    assert_batch_equal,
+    assert_modules_equal,
+    clone_batch,
+    make_transition_batch,
+)
+from cvl_models import TanhGaussianPolicy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvl_algos import make_learner
+from cvl_algos.bc import BCConfig, BCLearner, bc_loss
+
+
+def _policy(seed=0):
+    torch.manual_seed(seed)
+    return TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+
+
+def test_defaults_are_the_papers():
+    cfg = BCConfig()
+    assert (cfg.lr, cfg.batch_size, cfg.max_grad_norm, cfg.hidden) == (3e-4, 512, 100.0, (256, 256))
+    assert cfg.entropy_coef == 0.1
+
+
+def test_loss_without_entropy_is_negative_log_likelihood(batch):
+    policy = _policy()
+    loss, metrics = bc_loss(batch.obs, batch.action, policy, entropy_coef=0.0)
+    expected = -policy.log_prob(batch.obs, batch.action).mean()
+    torch.testing.assert_close(loss, expected)
+    assert metrics["entropy"] == 0.0
+
+
+@settings(max_examples=15, deadline=None)
+@given(coef=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_entropy_term_enters_with_minus_sign(coef, seed):
+    """L = nll - coef * H with H the policy's own estimate under the same RNG state."""
+    batch = make_transition_batch(seed % 7)
+    policy = _policy(seed % 3)
+    torch.manual_seed(seed)
+    loss, _ = bc_loss(batch.obs, batch.action, policy, entropy_coef=coef)
+    torch.manual_seed(seed)
+    entropy = policy.entropy(batch.obs, num_samples=10).mean()
+    nll = -policy.log_prob(batch.obs, batch.action).mean()
+    torch.testing.assert_close(loss, nll - coef * entropy)
+    assert torch.isfinite(loss)  # actions at exactly +-1 are in the batch
+
+
+def test_loss_does_not_mutate_batch_and_touches_only_policy(batch):
+    policy = _policy()
+    before = clone_batch(batch)
+    loss, _ = bc_loss(batch.obs, batch.action, policy)
+    loss.backward()
+    assert_batch_equal(batch, before)
+    assert all(p.grad is not None for p in policy.parameters())
+
+
+def test_update_lowers_loss_on_fixed_batch(batch):
+    learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, lr=3e-3, **TINY)
+    losses = [learner.update(batch)["bc_loss"] for _ in range(60)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
+    assert learner.step == 60
+
+
+def test_same_seed_same_metrics(batch):
+    runs = []
+    for seed in (0, 0, 1):
+        learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
+        torch.manual_seed(1234 + len(runs))  # global RNG must not matter
+        runs.append([learner.update(batch) for _ in range(3)])
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_save_load_act_and_resume(tmp_path):
+    batches = [make_transition_batch(i) for i in range(6)]
+    straight = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
+    for b in batches:
+        straight.update(b)
+
+    first = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
+    for b in batches[:3]:
+        first.update(b)
+    first.save(tmp_path / "ck")
+    loaded = BCLearner.load(tmp_path / "ck")
+    assert loaded.step == 3 and loaded.config == first.config
+    obs = batches[0].obs.numpy()
+    np.testing.assert_array_equal(first.act(obs), loaded.act(obs))
+    # stochastic actions draw from the learner's own RNG, which the checkpoint restores
+    np.testing.assert_array_equal(
+        first.act(obs, deterministic=False), loaded.act(obs, deterministic=False)
+    )
+    resumed = BCLearner.load(tmp_path / "ck")
+    for b in batches[3:]:
+        resumed.update(b)
+    assert_modules_equal(straight.policy, resumed.policy)
+    assert resumed.step == straight.step == 6
+
+
+def test_act_is_batched_numpy(batch):
+    learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, **TINY)
+    actions = learner.act(batch.obs.numpy().astype(np.float64))
+    assert actions.shape == (batch.obs.shape[0], ACTION_DIM) and actions.dtype == np.float32
+    assert np.all(np.abs(actions) < 1)
+    single = learner.act(batch.obs[0].numpy())
+    np.testing.assert_allclose(single, actions[0], rtol=1e-5, atol=1e-6)

@@ -1,0 +1,154 @@
+"""SAC: twin-Q soft TD loss, reparameterised actor loss, temperature loss, learner."""
+
+import dataclasses
+
+import numpy as np
+import torch
+from conftest import (
+    ACTION_DIM,
+    OBS_DIM,
+    TINY,
+    assert_batch_equal,
+    assert_modules_equal,
+    clone_batch,
+    make_transition_batch,
+)
+from cvl_models import TanhGaussianPolicy, TwinQ
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvl_algos import make_learner
+from cvl_algos.common import Scalar
+from cvl_algos.sac import SACConfig, SACLearner, actor_loss, alpha_loss, critic_loss
+
+
+def _nets(seed=0):
+    torch.manual_seed(seed)
+    policy = TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+    critic = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+    target = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+    return policy, critic, target
+
+
+def _grads_none(module):
+    return all(p.grad is None for p in module.parameters())
+
+
+def _grads_all(module):
+    return all(p.grad is not None for p in module.parameters())
+
+
+def test_defaults():
+    cfg = SACConfig()
+    assert (cfg.lr, cfg.batch_size, cfg.discount, cfg.max_grad_norm) == (3e-4, 512, 0.99, 100.0)
+    assert cfg.hidden == (256, 256) and cfg.tau == 0.005 and cfg.target_entropy is None
+    learner = SACLearner((OBS_DIM,), 3, SACConfig(**TINY))
+    assert learner.target_entropy == -3.0
+
+
+def test_critic_loss_touches_only_critic(batch):
+    policy, critic, target = _nets()
+    before = clone_batch(batch)
+    loss, metrics = critic_loss(batch, critic, target, policy, torch.tensor(0.3), 0.99)
+    loss.backward()
+    assert_batch_equal(batch, before)
+    assert _grads_all(critic) and _grads_none(policy) and _grads_none(target)
+    assert set(metrics) == {"critic_loss", "q_data", "q_target"}
+
+
+def test_actor_loss_touches_only_policy(batch):
+    policy, critic, _ = _nets()
+    before = clone_batch(batch)
+    loss, metrics = actor_loss(batch, policy, critic, torch.tensor(0.3))
+    loss.backward()
+    assert_batch_equal(batch, before)
+    assert _grads_all(policy) and _grads_none(critic)
+    assert metrics["entropy"].shape == ()
+
+
+def test_alpha_loss_touches_only_log_alpha():
+    log_alpha = Scalar(0.5)
+    loss, metrics = alpha_loss(log_alpha(), torch.tensor(-1.0), target_entropy=-2.0)
+    loss.backward()
+    # entropy above target -> gradient pushes log_alpha down: d loss / d log_alpha = H - H_target
+    assert log_alpha.value.grad.item() == 1.0
+    torch.testing.assert_close(metrics["alpha"], torch.tensor(0.5).exp())
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    discount=st.floats(0.0, 0.999),
+    alpha=st.floats(0.0, 2.0),
+    seed=st.integers(0, 1000),
+    backup_entropy=st.booleans(),
+)
+def test_critic_target_matches_hand_computation(discount, alpha, seed, backup_entropy):
+    """y = r + gamma (1 - d) (min Qbar(s', a') - alpha log pi(a'|s')), a' drawn with the same RNG."""
+    batch = make_transition_batch(seed % 5, batch_size=16, terminal_every=3)
+    policy, critic, target = _nets(seed % 3)
+    alpha_t = torch.tensor(alpha)
+    torch.manual_seed(seed)
+    loss, metrics = critic_loss(batch, critic, target, policy, alpha_t, discount, backup_entropy)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        a_next, logp_next = policy.sample(batch.obs_next)
+        v = torch.minimum(*target(batch.obs_next, a_next))
+        if backup_entropy:
+            v = v - alpha * logp_next
+        y = batch.reward + discount * (1 - batch.terminated) * v
+        q1, q2 = critic(batch.obs, batch.action)
+    torch.testing.assert_close(loss, ((q1 - y) ** 2).mean() + ((q2 - y) ** 2).mean())
+    torch.testing.assert_close(metrics["q_target"], y.mean())
+
+
+def test_terminal_transitions_regress_to_reward(batch):
+    """With every transition terminal the target is the reward, whatever the networks."""
+    policy, critic, target = _nets()
+    terminal = dataclasses.replace(batch, terminated=torch.ones_like(batch.terminated))
+    _, metrics = critic_loss(terminal, critic, target, policy, torch.tensor(1.0), 0.99)
+    torch.testing.assert_close(metrics["q_target"], batch.reward.mean())
+
+
+def test_update_lowers_critic_loss_on_fixed_batch(batch):
+    learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, lr=3e-3, **TINY)
+    losses = [learner.update(batch)["critic_loss"] for _ in range(80)]
+    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+    assert learner.step == 80
+
+
+def test_target_network_is_polyak_average(batch):
+    learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, tau=0.25, **TINY)
+    target_before = [p.clone() for p in learner.critic_target.parameters()]
+    learner.update(batch)
+    for old, new, online in zip(
+        target_before, learner.critic_target.parameters(), learner.critic.parameters(), strict=True
+    ):
+        torch.testing.assert_close(new, 0.75 * old + 0.25 * online)
+
+
+def test_same_seed_same_metrics(batch):
+    runs = []
+    for seed in (5, 5, 6):
+        learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
+        torch.manual_seed(len(runs))
+        runs.append([learner.update(batch) for _ in range(3)])
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+def test_stop_and_resume_equals_straight_run(tmp_path):
+    batches = [make_transition_batch(i) for i in range(6)]
+    straight = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **TINY)
+    for b in batches:
+        straight.update(b)
+    first = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **TINY)
+    for b in batches[:3]:
+        first.update(b)
+    first.save(tmp_path / "ck")
+    obs = batches[0].obs.numpy()
+    np.testing.assert_array_equal(SACLearner.load(tmp_path / "ck").act(obs), first.act(obs))
+    resumed = SACLearner.load(tmp_path / "ck")
+    for b in batches[3:]:
+        resumed.update(b)
+    for name, module in straight.state_modules().items():
+        assert_modules_equal(module, resumed.state_modules()[name])
+    assert resumed.step == 6
