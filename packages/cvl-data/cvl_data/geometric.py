@@ -40,9 +40,9 @@ def truncated_geometric_pmf(
     if np.any(K < 1):
         raise ValueError("K (number of future states) must be >= 1")
     log_g = math.log(g)
-    mass = -np.expm1(K * log_g)  # 1 - g^K
+    normaliser = np.expm1(log_g) / np.expm1(K * log_g)  # (1 - g) / (1 - g^K); exactly 1 at K = 1
     inside = (k >= 1) & (k <= K)
-    pmf = (1.0 - g) * np.exp((np.maximum(k, 1) - 1) * log_g) / mass
+    pmf = normaliser * np.exp((np.maximum(k, 1) - 1) * log_g)
     return np.where(inside, pmf, 0.0)[()]
 
 

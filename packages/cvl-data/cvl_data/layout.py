@@ -114,16 +114,20 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON to a temporary name, fsync, then rename over ``path``."""
+def write_json_atomic(
+    path: Path, data: dict[str, Any], durable: bool = True, sync_dir: bool = True
+) -> None:
+    """Write JSON to a temporary name, fsync (if ``durable``), then rename over ``path``."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=2, sort_keys=True)
         handle.write("\n")
         handle.flush()
-        os.fsync(handle.fileno())
+        if durable:
+            os.fsync(handle.fileno())
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable and sync_dir:
+        fsync_dir(path.parent)
 
 
 def package_versions() -> dict[str, str]:

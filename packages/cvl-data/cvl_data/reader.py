@@ -15,6 +15,7 @@ from cvl_data.errors import DatasetError
 from cvl_data.layout import (
     FORMAT,
     META_FILE,
+    PARTIAL_SUFFIX,
     PROGRESS_FILE,
     SCHEMA_VERSION,
     field_layouts,
@@ -90,9 +91,9 @@ def _read_meta(path: Path) -> dict[str, Any]:
         raise DatasetError(f"{path}: no such dataset folder")
     if not path.is_dir():
         raise DatasetError(f"{path}: not a folder")
-    if (path / PROGRESS_FILE).exists():
+    if (path / PROGRESS_FILE).exists() or path.name.endswith(PARTIAL_SUFFIX):
         raise DatasetError(
-            f"{path / PROGRESS_FILE}: this folder is an unfinished dataset (writer interrupted); "
+            f"{path}: an unfinished dataset (its writer was interrupted); "
             "continue it with DatasetWriter(..., resume=True)"
         )
     meta_file = path / META_FILE

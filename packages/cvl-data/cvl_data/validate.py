@@ -91,7 +91,8 @@ def _coerce(value: object, dtype: np.dtype, shape: tuple[int, ...], label: str) 
         ):
             raise DatasetError(f"{label}: expected booleans (or 0/1), got {array.dtype}")
         return np.ascontiguousarray(array, dtype=np.bool_)
-    if array.dtype.kind not in "biuf" or not np.can_cast(array.dtype, dtype, "same_kind"):
+    source_kinds = "biu" if dtype.kind in "iu" else "biuf"  # never float -> int
+    if array.dtype.kind not in source_kinds:
         raise DatasetError(f"{label}: dtype {array.dtype} cannot be stored as {dtype}")
     if dtype.kind in "iu" and array.size and not np.can_cast(array.dtype, dtype, "safe"):
         info = np.iinfo(dtype)

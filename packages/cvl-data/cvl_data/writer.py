@@ -56,10 +56,21 @@ class DatasetWriter:
     episode committed so far. ``DatasetWriter(path, spec, resume=True)`` continues it (the spec
     must match except for ``provenance``; the partial's spec is kept). With ``resume=True`` and
     nothing to resume, a new dataset is started.
+
+    Every committed episode is flushed, so a killed process loses at most the episode being
+    written. With ``durable=True`` (default) files are also fsynced, so committed episodes
+    survive an OS crash or power loss; ``durable=False`` skips the fsyncs (faster, e.g. tests).
     """
 
-    def __init__(self, path: str | os.PathLike[str], spec: DatasetSpec, resume: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        spec: DatasetSpec,
+        resume: bool = False,
+        durable: bool = True,
+    ):
         self.path = Path(path)
+        self.durable = durable
         self.spec = spec
         self._partial = partial_path(self.path)
         self._layouts = field_layouts(spec)
@@ -115,11 +126,10 @@ class DatasetWriter:
                 handle.write(npy_header(layout.dtype, layout.shape(0, 0)))
                 if name == "episode_offsets":
                     handle.write(np.zeros(1, np.int64).tobytes())
-                handle.flush()
-                os.fsync(handle.fileno())
-        write_json_atomic(scratch / PROGRESS_FILE, self._progress())
+                self._sync(handle)
+        write_json_atomic(scratch / PROGRESS_FILE, self._progress(), self.durable)
         os.rename(scratch, self._partial)
-        fsync_dir(self._partial.parent)
+        self._sync_dir(self._partial.parent)
         self._open_files()
 
     def _resume(self) -> None:
@@ -161,7 +171,7 @@ class DatasetWriter:
                 )
         self._open_files()
         if source == meta_file:  # finished but not yet renamed: keep it resumable
-            write_json_atomic(progress_file, self._progress())
+            write_json_atomic(progress_file, self._progress(), self.durable)
             meta_file.unlink()
 
     def _open_files(self) -> None:
@@ -170,6 +180,15 @@ class DatasetWriter:
             handle.truncate(self._committed_bytes(name))
             handle.seek(0, os.SEEK_END)
             self._files[name] = handle
+
+    def _sync(self, handle: BinaryIO) -> None:
+        handle.flush()
+        if self.durable:
+            os.fsync(handle.fileno())
+
+    def _sync_dir(self, folder: Path) -> None:
+        if self.durable:
+            fsync_dir(folder)
 
     # ----------------------------------------------------------------- writing
     def add_episode(
@@ -200,14 +219,14 @@ class DatasetWriter:
             for name, handle in self._files.items():
                 handle.write(arrays[name].tobytes())
             for handle in self._files.values():
-                handle.flush()
-                os.fsync(handle.fileno())
+                self._sync(handle)
         except BaseException:
             self._rollback()
             raise
         self._num_episodes += 1
         self._num_steps += T
-        write_json_atomic(self._partial / PROGRESS_FILE, self._progress())
+        # Data is synced before the journal names it; the journal's own rename need not be.
+        write_json_atomic(self._partial / PROGRESS_FILE, self._progress(), self.durable, False)
 
     def _rollback(self) -> None:
         """Drop bytes of an episode that failed half-way (best effort; resume truncates too)."""
@@ -233,20 +252,19 @@ class DatasetWriter:
             handle.write(
                 npy_header(layout.dtype, layout.shape(self._num_steps, self._num_episodes))
             )
-            handle.flush()
-            os.fsync(handle.fileno())
+            self._sync(handle)
         self.close()
         created = datetime.now(UTC).isoformat(timespec="seconds")
         meta = build_meta(self.spec, self._num_steps, self._num_episodes, self._partial, created)
-        write_json_atomic(self._partial / META_FILE, meta)
+        write_json_atomic(self._partial / META_FILE, meta, self.durable)
         (self._partial / PROGRESS_FILE).unlink()
-        fsync_dir(self._partial)
+        self._sync_dir(self._partial)
         if self.path.exists():
             raise DatasetError(
                 f"{self.path}: appeared while writing; finished data left in {self._partial}"
             )
         os.rename(self._partial, self.path)
-        fsync_dir(self.path.parent)
+        self._sync_dir(self.path.parent)
         self._finished = True
         return self.path
 
