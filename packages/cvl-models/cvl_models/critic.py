@@ -1,0 +1,165 @@
+"""Contrastive critic ``f(s, a, s+) = phi(s, a) . psi(s+) / temperature`` (paper eq. 9-12).
+
+``phi`` and ``psi`` are separate networks (appendix: "current state-action features passed
+through one encoder, and future state features passed into a separate DenseNet"), each an
+encoder of its own (identity for states, IMPALA for pixels; never shared) followed by a
+DenseNet MLP, optionally l2-normalised (paper table 2: yes). For a batch of ``B`` anchors and
+their ``B`` positives, ``logits[i, j] = f(s_i, a_i, s+_j)``: the diagonal holds the positives,
+the other columns of row ``i`` its negatives (InfoNCE, eq. 9-10). With unit-norm embeddings
+``|logits| <= 1 / temperature``, and ``exp(logits)`` is the kernel that random Fourier features
+linearise (lemma 1, eq. 12).
+
+Parameter count for the default ``latent_dim=64, hidden=(256, 256)``, states of width ``d``
+and ``A`` actions: ``phi = DenseMLP(d + A, 64)``, ``psi = DenseMLP(d, 64)``::
+
+    phi: 67_072 + 512 (d + A) + (257 + d + A) 64      psi: 67_072 + 512 d + (257 + d) 64
+
+Meta-World (``d = 39, A = 4``): phi 108_288 + psi 105_984 = 214_272. Mountain Car (2, 1):
+85_248 + 84_672 = 169_920. Pixels 84 x 84 x 3 (``A = 4``): each side adds its own IMPALA
+encoder (1_089_600) and sees ``d = 256``: phi 1_089_600 + 233_280 = 1_322_880,
+psi 1_089_600 + 230_976 = 1_320_576, total 2_643_456.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cvl_models._checks import check_same_batch, check_trailing
+from cvl_models.encoder import make_encoder
+from cvl_models.mlp import DenseMLP
+
+__all__ = ["ContrastiveCritic", "StateActionEmbedding", "StateEmbedding", "l2_normalize"]
+
+NORM_EPS = 1e-6
+
+
+def l2_normalize(x: torch.Tensor) -> torch.Tensor:
+    """``x / max(|x|, 1e-6)`` over the last dim (unit norm unless ``x`` is ~0)."""
+    return F.normalize(x, p=2.0, dim=-1, eps=NORM_EPS)
+
+
+class StateActionEmbedding(nn.Module):
+    """``phi(s, a)``: ``encoder(s)`` concatenated with ``a``, then a DenseNet -> ``latent_dim``."""
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        latent_dim: int,
+        hidden: Sequence[int],
+        normalize: bool,
+    ) -> None:
+        super().__init__()
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.action_dim = int(action_dim)
+        self.normalize = bool(normalize)
+        self.encoder = make_encoder(self.obs_shape)
+        self.mlp = DenseMLP(self.encoder.out_dim + self.action_dim, latent_dim, hidden)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
+        act_batch = check_trailing(action, (self.action_dim,), "phi action")
+        check_same_batch(obs_batch, act_batch, "phi(obs, action)")
+        encoded = self.encoder(obs)
+        features = torch.cat([encoded, action.to(encoded.dtype)], dim=-1)
+        out = self.mlp(features)
+        return l2_normalize(out) if self.normalize else out
+
+
+class StateEmbedding(nn.Module):
+    """``psi(s)``: ``encoder(s)`` then a DenseNet -> ``latent_dim`` (normalised as configured).
+
+    Self-contained, so ``copy.deepcopy(critic.psi_net)`` is a ready EMA target network.
+    """
+
+    def __init__(
+        self, obs_shape: Sequence[int], latent_dim: int, hidden: Sequence[int], normalize: bool
+    ) -> None:
+        super().__init__()
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.normalize = bool(normalize)
+        self.encoder = make_encoder(self.obs_shape)
+        self.mlp = DenseMLP(self.encoder.out_dim, latent_dim, hidden)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        check_trailing(obs, self.obs_shape, "psi obs")
+        out = self.mlp(self.encoder(obs))
+        return l2_normalize(out) if self.normalize else out
+
+
+class ContrastiveCritic(nn.Module):
+    """The implicit critic of CVL: ``logits = phi(s, a) @ psi(s+).T / temperature``.
+
+    Args:
+        obs_shape: ``(d,)`` for states or ``(H, W, C)`` for uint8 pixels.
+        action_dim: ``A``.
+        latent_dim: width of ``phi`` and ``psi`` (default 64).
+        hidden: DenseNet widths of both networks (paper: 256 x 256).
+        normalize: l2-normalise ``phi`` and ``psi`` outputs (paper: yes).
+        temperature: InfoNCE temperature (paper: 1); a constant, not trained.
+
+    Submodules ``phi_net`` (:class:`StateActionEmbedding`) and ``psi_net``
+    (:class:`StateEmbedding`) have separate encoders. Parameters (defaults): 214_272 for
+    Meta-World states (39, 4 actions); 169_920 for Mountain Car; 2_643_456 for 84 x 84 x 3
+    pixels (module docstring).
+    """
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        latent_dim: int = 64,
+        hidden: Sequence[int] = (256, 256),
+        normalize: bool = True,
+        temperature: float = 1.0,
+    ) -> None:
+        super().__init__()
+        if latent_dim < 1 or action_dim < 1:
+            raise ValueError(f"ContrastiveCritic: bad sizes {latent_dim=} {action_dim=}")
+        if not temperature > 0:
+            raise ValueError(f"ContrastiveCritic: temperature must be > 0, got {temperature}")
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.action_dim = int(action_dim)
+        self.latent_dim = int(latent_dim)
+        self.normalize = bool(normalize)
+        self.temperature = float(temperature)
+        self.phi_net = StateActionEmbedding(
+            self.obs_shape, self.action_dim, self.latent_dim, hidden, self.normalize
+        )
+        self.psi_net = StateEmbedding(self.obs_shape, self.latent_dim, hidden, self.normalize)
+
+    def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """State-action embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
+        return self.phi_net(obs, action)
+
+    def psi(self, obs: torch.Tensor) -> torch.Tensor:
+        """Future-state embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
+        return self.psi_net(obs)
+
+    def logits(
+        self, obs_t: torch.Tensor, action_t: torch.Tensor, obs_future: torch.Tensor
+    ) -> torch.Tensor:
+        """``f_ij = phi(s_i, a_i) . psi(s+_j) / temperature``: ``(B, B')`` (``B' = B`` usually).
+
+        Row ``i`` scores anchor ``i`` against every future state; positives on the diagonal.
+        """
+        check_trailing(obs_t, self.obs_shape, "logits obs_t", min_batch_dims=1)
+        if obs_t.dim() != len(self.obs_shape) + 1 or obs_future.dim() != obs_t.dim():
+            raise ValueError(
+                f"logits: obs_t and obs_future need one batch dim, got {tuple(obs_t.shape)} "
+                f"and {tuple(obs_future.shape)}"
+            )
+        phi = self.phi(obs_t, action_t)
+        psi = self.psi(obs_future)
+        return torch.einsum("id,jd->ij", phi, psi) / self.temperature
+
+    def extra_repr(self) -> str:
+        return (
+            f"obs_shape={self.obs_shape}, action_dim={self.action_dim}, "
+            f"latent_dim={self.latent_dim}, normalize={self.normalize}, "
+            f"temperature={self.temperature}"
+        )

@@ -1,0 +1,88 @@
+"""Random Fourier features for the exponential kernel (paper lemma 1 and eq. 12).
+
+For unit vectors ``x, y`` in ``R^d`` and temperature ``tau``::
+
+    exp(x.y / tau) = e^(1/tau) * exp(-|x - y|^2 / (2 tau))
+
+and the Gaussian kernel on the right is the expectation over ``w ~ N(0, I/tau)``,
+``b ~ U(0, 2 pi)`` of ``2 cos(w.x + b) cos(w.y + b)`` (Rahimi & Recht 2007). With ``D`` draws
+stacked into ``W`` of shape ``(D, d)`` and ``b`` of shape ``(D,)``::
+
+    F(x) = sqrt(2 e^(1/tau) / D) * cos(W x + b)        E[F(x).F(y)] = exp(x.y / tau)
+
+``tau = 1`` is the paper's lemma 1 (``sqrt(2e/D) cos(Wx + b)``, ``W ~ N(0, I)``); the paper
+writes ``d`` for the number of features, here ``D`` is independent of the latent size ``d``.
+Eq. 12 then linearises the contrastive Q-value:
+``Q(s, a) = 1/(1-g) * F(phi(s, a)) . xi`` with ``xi`` an EMA of ``F(psi(s+)) r``.
+
+The identity holds for unit vectors only: use it on l2-normalised embeddings. For one draw the
+error of ``F(x).F(y)`` has standard deviation ``O(e^(1/tau) / sqrt(D))``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from cvl_models._checks import check_trailing
+
+__all__ = ["RandomFourierFeatures", "rff_scale"]
+
+
+def rff_scale(num_features: int, temperature: float) -> float:
+    """The constant ``sqrt(2 e^(1/tau) / D)`` in front of the cosines."""
+    return math.sqrt(2.0 * math.exp(1.0 / temperature) / num_features)
+
+
+class RandomFourierFeatures(nn.Module):
+    """``F(x) = sqrt(2 e^(1/tau) / D) cos(W x + b)``: ``(..., in_dim) -> (..., D)``.
+
+    Args:
+        in_dim: ``d``, the width of the (unit-norm) inputs.
+        num_features: ``D``, the number of random features.
+        temperature: ``tau``; ``W ~ N(0, I / tau)`` so that ``E[F(x).F(y)] = exp(x.y / tau)``.
+        seed: seeds a private ``torch.Generator``: the same seed gives the same ``W, b``
+            regardless of the global RNG state and without touching it.
+
+    ``W`` (``(D, d)``) and ``b`` (``(D,)``) are buffers: not trained, moved by ``.to(device)``,
+    saved in and restored from ``state_dict``. The module has 0 parameters (``D*(d+1)`` buffer
+    entries, e.g. 66_560 for ``d = 64, D = 1024``).
+    """
+
+    W: torch.Tensor
+    b: torch.Tensor
+
+    def __init__(
+        self, in_dim: int, num_features: int, temperature: float = 1.0, seed: int = 0
+    ) -> None:
+        super().__init__()
+        if in_dim < 1 or num_features < 1:
+            raise ValueError(f"RandomFourierFeatures: bad sizes {in_dim=} {num_features=}")
+        if not temperature > 0:
+            raise ValueError(f"RandomFourierFeatures: temperature must be > 0, got {temperature}")
+        self.in_dim = int(in_dim)
+        self.num_features = int(num_features)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        self.scale = rff_scale(self.num_features, self.temperature)
+        gen = torch.Generator(device="cpu").manual_seed(self.seed)
+        weight = torch.randn(self.num_features, self.in_dim, generator=gen) / math.sqrt(
+            self.temperature
+        )
+        bias = torch.rand(self.num_features, generator=gen) * (2.0 * math.pi)
+        self.register_buffer("W", weight)
+        self.register_buffer("b", bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features ``(..., D)`` of ``x`` of shape ``(..., in_dim)``."""
+        check_trailing(x, (self.in_dim,), "RandomFourierFeatures input", min_batch_dims=0)
+        proj = torch.einsum("...d,fd->...f", x, self.W.to(x.dtype)) + self.b.to(x.dtype)
+        return self.scale * torch.cos(proj)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_dim={self.in_dim}, num_features={self.num_features}, "
+            f"temperature={self.temperature}, seed={self.seed}"
+        )

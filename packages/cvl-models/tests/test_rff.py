@@ -1,0 +1,143 @@
+"""Random Fourier features (lemma 1, eq. 12): unbiasedness, 1/sqrt(D) error, naive reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from cvl_models import RandomFourierFeatures
+from einops import rearrange, reduce
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def _unit_vectors(rng: np.random.Generator, n: int, d: int) -> torch.Tensor:
+    v = rng.standard_normal((n, d))
+    return torch.from_numpy(v / np.linalg.norm(v, axis=-1, keepdims=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    d=st.integers(2, 16),
+    tau=st.floats(0.5, 2.0),
+    seed=st.integers(0, 2**31 - 1),
+    relation=st.sampled_from(["random", "same", "opposite"]),
+)
+def test_unbiased_over_independent_draws(d, tau, seed, relation):
+    """mean_m F_m(x).F_m(y) over M independent (W, b) draws -> exp(x.y / tau).
+
+    Vectorised: one module with M * D0 features holds M independent draws of D0 features each
+    (the rows of W and entries of b are i.i.d.), so each block of D0 rows is one draw; rescaling
+    by sqrt(M) turns the module's sqrt(2 e^(1/tau) / (M D0)) into the per-draw constant.
+    """
+    num_draws, per_draw = 4096, 16
+    rng = np.random.default_rng(seed)
+    x, y = _unit_vectors(rng, 2, d).float()
+    y = {"random": y, "same": x, "opposite": -x}[relation]
+    rff = RandomFourierFeatures(d, num_draws * per_draw, temperature=tau, seed=seed)
+    feats = rff(torch.stack([x, y])) * math.sqrt(num_draws)  # per-draw scaling
+    fx, fy = rearrange(feats.double(), "two (m f) -> two m f", m=num_draws)
+    estimates = reduce(fx * fy, "m f -> m", "sum")  # one estimate per independent draw
+    target = math.exp(float(x.double() @ y.double()) / tau)
+    std_err = float(estimates.std()) / math.sqrt(num_draws)
+    assert abs(float(estimates.mean()) - target) < 5.0 * std_err + 1e-6
+    # the test has power: the standard error is small compared with the kernel value
+    assert std_err < 0.08 * target + 0.01
+
+
+@pytest.mark.parametrize("tau", [1.0, 0.5])
+def test_error_shrinks_like_inverse_sqrt_features(tau):
+    """For one draw, RMS error of F(x).F(y) scales as 1/sqrt(D): D x 64 -> error / 8."""
+    d, num_pairs, seeds = 8, 256, range(6)
+    rng = np.random.default_rng(0)
+    x = _unit_vectors(rng, num_pairs, d).float()
+    y = _unit_vectors(rng, num_pairs, d).float()
+    target = torch.exp((x.double() * y.double()).sum(-1) / tau)
+
+    def rmse(num_features: int) -> float:
+        errors = []
+        for seed in seeds:
+            rff = RandomFourierFeatures(d, num_features, temperature=tau, seed=seed)
+            approx = (rff(x).double() * rff(y).double()).sum(-1)
+            errors.append(approx - target)
+        return float(torch.cat(errors).square().mean().sqrt())
+
+    small, large = rmse(256), rmse(256 * 64)
+    ratio = small / large
+    assert 8.0 / 1.3 < ratio < 8.0 * 1.3, ratio
+    # and the constant in front matches O(e^(1/tau) / sqrt(D))
+    assert small * math.sqrt(256) < 2.0 * math.exp(1.0 / tau)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    d=st.integers(1, 12),
+    num_features=st.integers(1, 64),
+    tau=st.floats(0.2, 5.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_matches_naive_numpy(d, num_features, tau, seed):
+    rff = RandomFourierFeatures(d, num_features, temperature=tau, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((3, d))
+    weight, bias = rff.W.double().numpy(), rff.b.double().numpy()
+    expected = np.zeros((3, num_features))
+    for n in range(3):
+        for i in range(num_features):
+            proj = sum(weight[i, j] * x[n, j] for j in range(d)) + bias[i]
+            expected[n, i] = math.sqrt(2.0 * math.exp(1.0 / tau) / num_features) * math.cos(proj)
+    got64 = rff(torch.from_numpy(x)).numpy()  # float64 input: computed in float64
+    np.testing.assert_allclose(got64, expected, rtol=1e-10, atol=1e-12)
+    got32 = rff(torch.from_numpy(x).float()).double().numpy()
+    scale = math.sqrt(2.0 * math.exp(1.0 / tau) / num_features)
+    np.testing.assert_allclose(got32, expected, atol=1e-4 * scale * (1 + np.abs(x).sum()))
+
+
+def test_distribution_of_w_and_b():
+    tau = 0.25
+    rff = RandomFourierFeatures(4, 20000, temperature=tau, seed=3)
+    assert rff.W.shape == (20000, 4) and rff.b.shape == (20000,)
+    assert abs(float(rff.W.mean())) < 0.02
+    assert abs(float(rff.W.var()) - 1.0 / tau) < 0.05 * (1.0 / tau)
+    assert float(rff.b.min()) >= 0.0 and float(rff.b.max()) < 2 * math.pi
+    assert abs(float(rff.b.mean()) - math.pi) < 0.05
+
+
+def test_seeding_buffers_and_state_dict(device):
+    state = torch.get_rng_state()
+    a = RandomFourierFeatures(5, 32, seed=7)
+    assert torch.equal(state, torch.get_rng_state())  # private generator: global RNG untouched
+    b = RandomFourierFeatures(5, 32, seed=7)
+    c = RandomFourierFeatures(5, 32, seed=8)
+    assert torch.equal(a.W, b.W) and torch.equal(a.b, b.b)
+    assert not torch.equal(a.W, c.W)
+    assert list(a.parameters()) == []
+    assert set(a.state_dict()) == {"W", "b"}
+    c.load_state_dict(a.state_dict())
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(c(x), a(x))
+    a = a.to(device)
+    assert a.W.device.type == device.type
+    out = a(x.to(device))
+    assert out.shape == (4, 32) and out.device.type == device.type
+
+
+@pytest.mark.parametrize("batch", [(), (1,), (6,), (2, 3)])
+def test_shapes(batch):
+    rff = RandomFourierFeatures(3, 10)
+    assert rff(torch.randn(*batch, 3)).shape == (*batch, 10)
+    with pytest.raises(ValueError):
+        rff(torch.randn(*batch, 4))
+
+
+def test_no_leakage_and_gradient_to_input():
+    rff = RandomFourierFeatures(3, 16)
+    x = torch.randn(5, 3, requires_grad=True)
+    out = rff(x)
+    other = x.detach().clone()
+    other[[0, 1, 3, 4]] += 1.0
+    torch.testing.assert_close(rff(other)[2], out[2].detach())
+    out.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+    assert not rff.W.requires_grad
