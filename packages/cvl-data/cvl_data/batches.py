@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 
 
-def _check_leading(batch: object) -> None:
-    """Every tensor field shares the batch dimension (shape check at construction)."""
-    sizes = {
-        f.name: value.shape[0]
-        for f in fields(batch)
-        if isinstance(value := getattr(batch, f.name), torch.Tensor)
-    }
-    if len(set(sizes.values())) > 1:
-        raise ValueError(f"{type(batch).__name__}: batch sizes differ: {sizes}")
+def _check_leading(name: str, size: int, tensors: tuple[torch.Tensor | None, ...]) -> None:
+    """Every tensor shares the batch dimension (a cheap shape check at construction)."""
+    for tensor in tensors:
+        if tensor is not None and tensor.shape[0] != size:
+            raise ValueError(f"{name}: batch sizes differ ({tensor.shape[0]} vs {size})")
 
 
 @dataclass(frozen=True)
@@ -41,7 +37,9 @@ class ContrastiveBatch:
     task_id: torch.Tensor | None
 
     def __post_init__(self) -> None:
-        _check_leading(self)
+        tensors = (self.action_t, self.reward_t, self.obs_next, self.done, self.obs_future)
+        tensors += (self.reward_future, self.offset, self.task_id)
+        _check_leading("ContrastiveBatch", self.obs_t.shape[0], tensors)
 
     @property
     def batch_size(self) -> int:
@@ -65,7 +63,8 @@ class TransitionBatch:
     task_id: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
-        _check_leading(self)
+        tensors = (self.action, self.reward, self.obs_next, self.terminated, self.task_id)
+        _check_leading("TransitionBatch", self.obs.shape[0], tensors)
 
     @property
     def batch_size(self) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 
-def _check_discount(discount: float) -> float:
+def check_discount(discount: float) -> float:
     discount = float(discount)
     if not 0.0 < discount < 1.0:
         raise ValueError(f"discount must be in (0, 1), got {discount}")
@@ -34,7 +34,7 @@ def truncated_geometric_pmf(
     Returns float64 (a numpy scalar for scalar inputs). Computed in log space so large ``K``
     (``g^K`` underflowing to 0) is exact to float64 precision.
     """
-    g = _check_discount(discount)
+    g = check_discount(discount)
     k = np.asarray(k, dtype=np.int64)
     K = np.asarray(K, dtype=np.int64)
     if np.any(K < 1):
@@ -56,7 +56,7 @@ def sample_truncated_geometric(
         discount: ``g`` in ``(0, 1)``.
         generator: torch generator on ``K``'s device (seeded by the caller for reproducibility).
     """
-    g = _check_discount(discount)
+    g = check_discount(discount)
     if K.dtype.is_floating_point or K.dtype == torch.bool:
         raise TypeError(f"K must be an integer tensor, got {K.dtype}")
     log_g = math.log(g)

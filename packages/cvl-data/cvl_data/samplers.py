@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import torch
-from einops import rearrange
 
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.device_data import DeviceData
-from cvl_data.geometric import _check_discount, sample_truncated_geometric
+from cvl_data.geometric import check_discount, sample_truncated_geometric
 from cvl_data.source import EpisodeSource
 
 Mode = Literal["uniform", "episode"]
@@ -28,8 +28,23 @@ def _check_batch_size(batch_size: int) -> int:
     return int(batch_size)
 
 
+_NUMPY_GATHER_BYTES = 1 << 20
+
+
+def _rows(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``values[index]`` along dim 0 as a new tensor (never a view of the data).
+
+    On CPU, large results (pixel batches) are gathered by numpy: its allocator asks for huge
+    pages, which makes fresh multi-MiB batches several times cheaper than torch's allocation.
+    """
+    out_bytes = index.numel() * values[:1].nbytes
+    if values.device.type == "cpu" and out_bytes >= _NUMPY_GATHER_BYTES:
+        return torch.from_numpy(np.take(values.numpy(), index.numpy(), axis=0))
+    return values.index_select(0, index)
+
+
 def _gather(values: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | None:
-    return None if values is None else values.index_select(0, index)
+    return None if values is None else _rows(values, index)
 
 
 class _DeviceSampler:
@@ -85,7 +100,7 @@ class ContrastiveSampler(_DeviceSampler):
     ):
         if mode not in ("uniform", "episode"):
             raise ValueError(f"mode must be 'uniform' or 'episode', got {mode!r}")
-        self.discount = _check_discount(discount)
+        self.discount = check_discount(discount)
         self.mode = mode
         super().__init__(dataset, batch_size, device, seed)
 
@@ -119,24 +134,17 @@ class ContrastiveSampler(_DeviceSampler):
             data.steps_left.index_select(0, step_t), self.discount, self.generator
         )
         row_t = data.obs_row.index_select(0, step_t)
-        rows = torch.cat([row_t, row_t + 1, row_t + offset])
-        obs_t, obs_next, obs_future = rearrange(
-            data.observations.index_select(0, rows), "(three b) ... -> three b ...", three=3
-        ).unbind(0)
         reward_t = reward_future = None
         if data.rewards is not None:
-            reward_t, reward_future = rearrange(
-                data.rewards.index_select(0, torch.cat([step_t, step_t + offset - 1])),
-                "(two b) -> two b",
-                two=2,
-            ).unbind(0)
+            reward_t = data.rewards.index_select(0, step_t)
+            reward_future = data.rewards.index_select(0, step_t + offset - 1)  # r_{t+k-1}
         return ContrastiveBatch(
-            obs_t=obs_t,
+            obs_t=_rows(data.observations, row_t),
             action_t=data.actions.index_select(0, step_t),
             reward_t=reward_t,
-            obs_next=obs_next,
+            obs_next=_rows(data.observations, row_t + 1),
             done=data.terminated.index_select(0, step_t),
-            obs_future=obs_future,
+            obs_future=_rows(data.observations, row_t + offset),
             reward_future=reward_future,
             offset=offset,
             task_id=_gather(data.task_ids, step_t),
@@ -165,16 +173,11 @@ class TransitionSampler(_DeviceSampler):
         assert step_t.ndim == 1 and step_t.dtype == torch.int64, (step_t.shape, step_t.dtype)
         data = self.data
         row_t = data.obs_row.index_select(0, step_t)
-        obs, obs_next = rearrange(
-            data.observations.index_select(0, torch.cat([row_t, row_t + 1])),
-            "(two b) ... -> two b ...",
-            two=2,
-        ).unbind(0)
         return TransitionBatch(
-            obs=obs,
+            obs=_rows(data.observations, row_t),
             action=data.actions.index_select(0, step_t),
             reward=_gather(data.rewards, step_t),
-            obs_next=obs_next,
+            obs_next=_rows(data.observations, row_t + 1),
             terminated=data.terminated.index_select(0, step_t),
             task_id=_gather(data.task_ids, step_t),
         )
