@@ -1,0 +1,129 @@
+"""Gradient steps per second of CVL, CQL and BC at the paper's sizes, on CPU and on CUDA.
+
+Sizes (paper appendix, table 1-2): Meta-World states (obs 39, actions 4), 256 x 256 DenseNet
+MLPs with LayerNorm, batch 512 for CQL and BC, H = 500 anchors for CVL (its default
+``batch_size``), Adam at 3e-4, grad clipping at 100. ``--pixels`` switches to 84 x 84 x 3 uint8
+observations through the IMPALA encoder.
+
+What is timed: ``learner.update(batch)`` alone (forward, backward, clipping, optimiser and EMA
+steps, and the metrics' one host transfer), on one fixed synthetic batch that already lives on
+the device; sampling is benchmarked separately (``bench_sampler.py``). CUDA is synchronised
+before the clock stops. CQL is timed after its BC warm start (``policy_eval_start=0``: the SAC
+actor loss with the critic's Q); ``cql_warmstart`` times the first 40k updates' variant.
+
+Run:
+
+    PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
+        python benchmarks/bench_algos.py [--steps 50] [--devices cpu cuda] [--compile]
+
+Prints one table per device with steps/s and the ratio to BC (the baseline, 1.00).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from cvl_algos import make_learner
+from cvl_data import ContrastiveBatch, TransitionBatch
+
+# name shown -> (registry name, config overrides)
+ALGOS = {
+    "bc": ("bc", {}),
+    "cql": ("cql", {"policy_eval_start": 0}),
+    "cql_warmstart": ("cql", {}),
+    "cvl": ("cvl", {}),
+    "cvl_mc": ("cvl_mc", {}),
+}
+
+
+def _obs(n: int, obs_shape: tuple[int, ...], device: torch.device, gen: torch.Generator):
+    if len(obs_shape) == 3:
+        return torch.randint(0, 256, (n, *obs_shape), generator=gen).to(torch.uint8).to(device)
+    return torch.randn(n, *obs_shape, generator=gen).to(device)
+
+
+def make_batch(kind: str, size: int, obs_shape, action_dim: int, device: torch.device):
+    """A synthetic batch of ``size`` rows on ``device`` in the layout the learner samples."""
+    gen = torch.Generator().manual_seed(0)
+    action = (torch.rand(size, action_dim, generator=gen) * 2 - 1).to(device)
+    reward = torch.rand(size, generator=gen).to(device)
+    if kind == "transition":
+        return TransitionBatch(
+            obs=_obs(size, obs_shape, device, gen),
+            action=action,
+            reward=reward,
+            obs_next=_obs(size, obs_shape, device, gen),
+            terminated=torch.zeros(size, device=device),
+        )
+    return ContrastiveBatch(
+        obs_t=_obs(size, obs_shape, device, gen),
+        action_t=action,
+        reward_t=reward,
+        obs_next=_obs(size, obs_shape, device, gen),
+        done=torch.zeros(size, device=device),
+        obs_future=_obs(size, obs_shape, device, gen),
+        reward_future=torch.rand(size, generator=gen).to(device),
+        offset=torch.randint(1, 100, (size,), generator=gen).to(device),
+        task_id=None,
+    )
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench_one(name: str, device: torch.device, args) -> tuple[float, int]:
+    """Steps per second of ``name`` on ``device``, and the batch size it used."""
+    registry_name, overrides = ALGOS[name]
+    obs_shape = (84, 84, 3) if args.pixels else (39,)
+    learner = make_learner(
+        registry_name, obs_shape, 4, device=device, seed=0, compile=args.compile, **overrides
+    )
+    size = learner.config.batch_size
+    batch = make_batch(learner.sampler_kind, size, obs_shape, 4, device)
+    for _ in range(args.warmup):
+        learner.update(batch)
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        learner.update(batch)
+    _sync(device)
+    return args.steps / (time.perf_counter() - start), size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=50, help="timed updates per algorithm")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed updates first")
+    parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=list(ALGOS))
+    parser.add_argument("--devices", nargs="+", default=None, help="default: cpu (+ cuda)")
+    parser.add_argument("--pixels", action="store_true", help="84x84x3 pixels, IMPALA encoder")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the losses")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
+    algos = ["bc", *[a for a in args.algos if a != "bc"]]  # BC first: it is the baseline
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
+        f"obs {'84x84x3 pixels' if args.pixels else '(39,)'}, actions 4, hidden 256x256, "
+        f"compile={args.compile}, {args.steps} timed steps after {args.warmup} warm-up"
+    )
+    for name in devices:
+        device = torch.device(name)
+        label = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+        print(f"\n== {name} ({label})")
+        print(f"{'algorithm':<15}{'batch':>7}{'steps/s':>11}{'vs BC':>8}")
+        baseline = None
+        for algo in algos:
+            rate, size = bench_one(algo, device, args)
+            baseline = baseline or rate
+            print(f"{algo:<15}{size:>7}{rate:>11.1f}{rate / baseline:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
