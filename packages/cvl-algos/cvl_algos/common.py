@@ -316,15 +316,22 @@ class LearnerBase:
     ) -> LearnerBase:
         """Rebuild a learner saved by :meth:`save` on ``device``; its next update continues exactly.
 
-        Called on ``LearnerBase`` itself, the learner class is looked up by the saved algorithm
-        name in :mod:`cvl_algos.registry`.
+        The learner class is the one registered under the saved algorithm name (so
+        ``LearnerBase.load`` works for any learner); it must be ``cls`` or a subclass of it.
+        A name missing from :mod:`cvl_algos.registry` falls back to ``cls`` when the names match.
         """
-        state = read_checkpoint_state(dir)
-        learner_cls = cls
-        if cls is LearnerBase:
-            from cvl_algos.registry import learner_class
+        from cvl_algos.registry import ALGORITHMS, learner_class
 
-            learner_cls = learner_class(state["algorithm"])
+        state = read_checkpoint_state(dir)
+        name = state["algorithm"]
+        if name in ALGORITHMS:
+            learner_cls = learner_class(name)
+        elif cls.name == name:
+            learner_cls = cls
+        else:
+            raise ValueError(f"checkpoint of unregistered algorithm {name!r} at {dir}")
+        if not issubclass(learner_cls, cls):
+            raise TypeError(f"{cls.__name__}.load: {dir} holds a {learner_cls.__name__} ({name!r})")
         config = config_from_dict(learner_cls.config_cls, state["config"])
         learner = learner_cls(
             obs_shape=tuple(state["obs_shape"]),

@@ -75,3 +75,14 @@ def test_register_custom_learner():
         assert learner_class("tiny_bc") is TinyBC and learner.config.hidden == (8,)
     finally:
         del ALGORITHMS["tiny_bc"]
+
+
+def test_load_checks_the_learner_class(tmp_path):
+    from cvl_algos.bc import BCLearner
+    from cvl_algos.cql import CQLLearner
+    from cvl_algos.sac import SACLearner
+
+    make_learner("cql", (OBS_DIM,), ACTION_DIM, **TINY).save(tmp_path / "cql")
+    assert type(SACLearner.load(tmp_path / "cql")) is CQLLearner  # a subclass is fine
+    with pytest.raises(TypeError):
+        BCLearner.load(tmp_path / "cql")
