@@ -11,8 +11,6 @@ from conftest import (
     clone_batch,
     make_transition_batch,
 )
-from cvl_data import DatasetSpec, DatasetWriter, TransitionSampler, open_dataset, reward_free
-
 from cvl_algos import make_learner
 from cvl_algos.cql import CQLConfig
 from cvl_algos.uds import (
@@ -22,6 +20,7 @@ from cvl_algos.uds import (
     uds_datasets,
     zero_reward_batch,
 )
+from cvl_data import DatasetSpec, DatasetWriter, TransitionSampler, open_dataset, reward_free
 
 
 def _write(path, task, seed, episodes=3, length=6, reward_offset=1.0):
