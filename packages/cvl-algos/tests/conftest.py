@@ -1,19 +1,33 @@
-"""Shared helpers for the cvl_algos tests: tiny networks, fixed synthetic batches."""
+"""Shared helpers for the cvl_algos tests: tiny networks, fixed synthetic batches, devices.
+
+Test files import the helpers below from here (``from conftest import ...``) and never from
+each other.
+"""
 
 import dataclasses
 
 import pytest
 import torch
 from cvl_data import TransitionBatch
+from hypothesis import settings
 
 torch.set_num_threads(1)
+
+# Deterministic examples and no example database on disk (tests write only under tmp_path).
+settings.register_profile("cvl_algos", deadline=None, derandomize=True, database=None)
+settings.load_profile("cvl_algos")
+
+# CPU always; CUDA too where a GPU is present (no test is skipped without one).
+DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 
 OBS_DIM = 5
 ACTION_DIM = 2
 TINY = {"hidden": (32, 32)}
 
 
-def make_transition_batch(seed: int = 0, batch_size: int = 32, terminal_every: int = 7):
+def make_transition_batch(
+    seed: int = 0, batch_size: int = 32, terminal_every: int = 7, device: str = "cpu"
+):
     """A deterministic synthetic ``TransitionBatch``: actions in [-1, 1] (some exactly +-1),
     reward a smooth function of (s, a), every ``terminal_every``-th transition terminal."""
     gen = torch.Generator().manual_seed(seed)
@@ -24,7 +38,8 @@ def make_transition_batch(seed: int = 0, batch_size: int = 32, terminal_every: i
     reward = torch.sin(obs[:, 0]) + action[:, 0] * obs[:, 1]
     obs_next = obs + 0.1 * torch.randn(batch_size, OBS_DIM, generator=gen)
     terminated = (torch.arange(batch_size) % terminal_every == terminal_every - 1).float()
-    return TransitionBatch(obs, action, reward, obs_next, terminated)
+    fields = (obs, action, reward, obs_next, terminated)
+    return TransitionBatch(*(t.to(device) for t in fields))
 
 
 def clone_batch(batch):
@@ -53,6 +68,11 @@ def assert_modules_equal(a: torch.nn.Module, b: torch.nn.Module):
     assert sa.keys() == sb.keys()
     for k in sa:
         assert torch.equal(sa[k], sb[k]), k
+
+
+@pytest.fixture(params=DEVICES)
+def device(request) -> str:
+    return request.param
 
 
 @pytest.fixture
