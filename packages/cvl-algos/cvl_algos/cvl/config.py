@@ -74,6 +74,11 @@ class CVLConfig:
     log_std_max: float = 2.0
     """Upper clamp of the policy's log standard deviation."""
 
+    # Pretraining (sec. 5.2).
+    pretrain_steps: int = 50_000
+    """Reward-free critic-only updates before finetuning, used by ``pretrain_then_finetune``
+    when pretraining data is given (not in the paper; the same default as CQL+UDS)."""
+
     # Execution.
     compile: bool = False
     """Wrap the update in torch.compile."""

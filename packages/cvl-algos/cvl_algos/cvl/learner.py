@@ -182,12 +182,11 @@ class CVLLearner(LearnerBase):
     def pretrain_update(self, batch: Any) -> dict[str, float]:
         """Critic-only step (no xi, no policy) for reward-free pretraining (paper sec. 5.2).
 
-        Rewards in ``batch`` are ignored if present. Counts towards ``step`` (all gradient
-        steps) and ``pretrain_steps``.
+        Rewards in ``batch`` are ignored if present. Advances ``pretrain_steps``, not ``step``
+        (which counts labelled updates, as for CQL+UDS).
         """
         with self.rng_scope():
             metrics = self._critic_step(batch)
-        self.step += 1
         self.pretrain_steps += 1
         return metrics_to_floats(metrics)
 

@@ -40,7 +40,7 @@ def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Ten
             "critic_partition": partition.detach(),
             "critic_accuracy": accuracy.mean(),
             "logits_mean": logits.mean(),
-            "logits_std": logits.std(),
+            "logits_std": logits.std(correction=0),
             "logits_pos": positives.mean(),
             "logits_neg": logits[~eye].mean(),
         }

@@ -14,41 +14,42 @@ from typing import Any
 from cvl_algos.cvl.learner import CVLLearner
 
 Callback = Callable[[str, int, dict[str, float]], None]
-"""``callback(phase, step, metrics)`` with phase "pretrain" or "finetune"."""
+"""``callback(phase, step_in_phase, metrics)``, phase "pretrain" or "finetune", after each update."""
 
 
 def pretrain_then_finetune(
     learner: CVLLearner,
     pretrain_sampler: Any,
     finetune_sampler: Any,
-    pretrain_steps: int,
     finetune_steps: int,
+    pretrain_steps: int | None = None,
     callback: Callback | None = None,
-) -> CVLLearner:
-    """Run ``pretrain_steps`` critic-only updates, then ``finetune_steps`` full updates.
+) -> dict[str, float]:
+    """Run critic-only pretraining until ``learner.pretrain_steps == pretrain_steps``, then full
+    updates until ``learner.step == finetune_steps``.
 
     Both samplers are ``ContrastiveSampler``-like (``.sample() -> ContrastiveBatch``); the
-    pretraining one may yield reward-free batches, the finetuning one must carry rewards.
-    The loop continues from the learner's counters (``pretrain_steps`` and ``step``), so a
-    learner restored from a checkpoint taken mid-way resumes in the right phase; continuing
-    the same batch stream is the samplers' business (their seeds/states).
+    pretraining one may yield reward-free batches (rewards are ignored), the finetuning one
+    must carry rewards. ``pretrain_steps`` defaults to ``learner.config.pretrain_steps``.
+    The loop continues from the learner's counters, so a learner loaded from a checkpoint taken
+    in either phase resumes where it was; continuing the same batch stream is the samplers'
+    business (their generators).
 
-    Returns the same learner, trained in place.
+    Returns:
+        The metrics of the last update (empty if nothing was left to do).
     """
-    if pretrain_steps < 0 or finetune_steps < 0:
+    total_pretrain = learner.config.pretrain_steps if pretrain_steps is None else pretrain_steps
+    if total_pretrain < 0 or finetune_steps < 0:
         raise ValueError("step counts must be non-negative")
-    if learner.pretrain_steps > pretrain_steps:
-        raise ValueError(
-            f"learner already has {learner.pretrain_steps} pretraining steps > {pretrain_steps}"
-        )
-    if learner.pretrain_steps < pretrain_steps and learner.step > learner.pretrain_steps:
-        raise ValueError("learner has finetuned already; pretraining cannot resume after that")
-    while learner.pretrain_steps < pretrain_steps:
+    if learner.pretrain_steps < total_pretrain and learner.step > 0:
+        raise ValueError("the learner has finetuned already; pretraining cannot follow finetuning")
+    metrics: dict[str, float] = {}
+    while learner.pretrain_steps < total_pretrain:
         metrics = learner.pretrain_update(pretrain_sampler.sample())
         if callback is not None:
-            callback("pretrain", learner.step, metrics)
-    while learner.step - learner.pretrain_steps < finetune_steps:
+            callback("pretrain", learner.pretrain_steps, metrics)
+    while learner.step < finetune_steps:
         metrics = learner.update(finetune_sampler.sample())
         if callback is not None:
             callback("finetune", learner.step, metrics)
-    return learner
+    return metrics

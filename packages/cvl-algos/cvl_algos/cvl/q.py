@@ -13,7 +13,8 @@ from collections.abc import Callable
 import torch
 from einops import einsum, reduce
 from torch import Tensor, nn
-from torch.func import functional_call
+
+from cvl_algos.common import frozen_call
 
 
 def q_direct_from_latents(
@@ -108,29 +109,16 @@ def q_rff(rff: nn.Module, phi_t: Tensor, xi: Tensor, discount: float) -> Tensor:
     return einsum(features, xi.to(features.dtype), "b k, k -> b") / (1.0 - discount)
 
 
-class _PhiCall(nn.Module):
-    """Calls ``critic.phi`` as ``forward`` so that ``functional_call`` can swap its parameters."""
-
-    def __init__(self, critic: nn.Module) -> None:
-        super().__init__()
-        self.critic = critic
-
-    def forward(self, obs: Tensor, action: Tensor) -> Tensor:
-        return self.critic.phi(obs, action)
-
-
 def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
     """``phi(obs, action)`` evaluated with the critic's parameters detached.
 
     Gradients still flow to ``obs`` and ``action`` (the policy's reparameterised samples) but
     never reach the critic's parameters, which the policy loss must leave untouched. The critic
-    itself is not modified (no ``requires_grad`` toggling).
+    itself is not modified (``frozen_call``: no ``requires_grad`` toggling).
     """
-    wrapper = _PhiCall(critic)
 
     def phi(obs: Tensor, action: Tensor) -> Tensor:
-        params = {f"critic.{k}": v.detach() for k, v in critic.named_parameters()}
-        return functional_call(wrapper, params, (obs, action))
+        return frozen_call(critic.phi_net, obs, action)
 
     return phi
 
