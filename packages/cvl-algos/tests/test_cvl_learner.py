@@ -1,0 +1,266 @@
+"""CVLLearner: defaults, learning on a fixed batch, determinism, checkpoints, pretraining."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from conftest import ACTION_DIM, OBS_DIM, assert_modules_equal
+from cvl_algos import load_learner, make_learner
+from cvl_algos.cvl import (
+    CVLConfig,
+    CVLLearner,
+    CVLMCConfig,
+    CVLMCLearner,
+    pretrain_then_finetune,
+    xi_ema,
+    xi_estimate,
+)
+from cvl_data import ContrastiveBatch
+
+TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
+ESTIMATORS = ["cvl", "cvl_mc"]
+
+
+def make_batch(seed: int = 0, size: int = 16, rewards: bool = True, device: str = "cpu"):
+    """A synthetic ContrastiveBatch whose future states depend on (s, a), so there is signal."""
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.randn(size, OBS_DIM, generator=gen)
+    action = torch.tanh(torch.randn(size, ACTION_DIM, generator=gen))
+    action[0] = 1.0
+    future = obs.clone()
+    future[:, :ACTION_DIM] += 2.0 * action
+    reward = torch.sin(future[:, 0]) if rewards else None
+    batch = ContrastiveBatch(
+        obs_t=obs,
+        action_t=action,
+        reward_t=reward,
+        obs_next=obs + 0.1,
+        done=torch.zeros(size),
+        obs_future=future,
+        reward_future=reward,
+        offset=torch.ones(size, dtype=torch.int64),
+        task_id=None,
+    )
+    return dataclasses.replace(
+        batch,
+        **{
+            f.name: getattr(batch, f.name).to(device)
+            for f in dataclasses.fields(batch)
+            if isinstance(getattr(batch, f.name), torch.Tensor)
+        },
+    )
+
+
+class Batches:
+    """Deterministic stream of synthetic batches with a ``sample()`` method (a sampler stand-in
+    for the loop; the learner, not the sampler, is under test)."""
+
+    def __init__(self, rewards: bool, seed: int = 0):
+        self.rewards, self.count, self.seed = rewards, 0, seed
+
+    def sample(self) -> ContrastiveBatch:
+        self.count += 1
+        return make_batch(self.seed + self.count, rewards=self.rewards)
+
+
+def all_modules_equal(a: CVLLearner, b: CVLLearner) -> None:
+    for name, module in a.state_modules().items():
+        assert_modules_equal(module, b.state_modules()[name])
+
+
+def test_defaults_are_the_papers() -> None:
+    cfg = CVLConfig()
+    assert (cfg.lr, cfg.discount, cfg.max_grad_norm, cfg.hidden) == (3e-4, 0.99, 100.0, (256, 256))
+    assert (cfg.batch_size, cfg.sampler_mode) == (500, "episode")
+    assert (cfg.temperature, cfg.normalize, cfg.lambda_partition) == (1.0, True, 1e-3)
+    assert (cfg.num_action_samples, cfg.lambda_bc, cfg.q_estimator) == (10, 0.1, "rff")
+    assert cfg.normalize_q is False
+    assert CVLMCConfig().q_estimator == "mc"
+    with pytest.raises(ValueError):
+        CVLConfig(q_estimator="rff", normalize=False)  # lemma 1 needs unit latents
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.lr = 1.0  # type: ignore[misc]
+
+
+def test_registry_builds_both_variants() -> None:
+    rff = make_learner("cvl", (OBS_DIM,), ACTION_DIM, **TINY)
+    mc = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **TINY)
+    assert type(rff) is CVLLearner and rff.config.q_estimator == "rff"
+    assert type(mc) is CVLMCLearner and mc.config.q_estimator == "mc"
+    assert rff.sampler_kind == mc.sampler_kind == "contrastive"
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_update_lowers_critic_loss_on_fixed_batch(name: str, device: str) -> None:
+    learner = make_learner(name, (OBS_DIM,), ACTION_DIM, device=device, lr=3e-3, **TINY)
+    batch = make_batch(device=device)
+    metrics = [learner.update(batch) for _ in range(60)]
+    losses = [m["critic_loss"] for m in metrics]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.3
+    assert metrics[-1]["critic_accuracy"] > 0.5
+    assert all(np.isfinite(v) for m in metrics for v in m.values())
+    assert learner.step == 60 and learner.pretrain_steps == 0
+    assert ("xi_norm" in metrics[-1]) == (name == "cvl")
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_same_seed_same_metrics(name: str) -> None:
+    runs = []
+    for seed in (0, 0, 1):
+        learner = make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
+        torch.manual_seed(1000 + len(runs))  # the global RNG must not matter
+        runs.append([learner.update(make_batch(i)) for i in range(3)])
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_xi_starts_at_first_estimate_then_averages() -> None:
+    learner = make_learner("cvl", (OBS_DIM,), ACTION_DIM, beta_xi=0.9, **TINY)
+    estimates = []
+    for seed in (0, 1):
+        batch = make_batch(seed)
+        learner.update(batch)
+        with torch.no_grad():
+            psi = learner.psi_target(batch.obs_future)
+            estimates.append(xi_estimate(learner.rff, psi, batch.reward_future))
+        if seed == 0:
+            torch.testing.assert_close(learner.xi_state.xi, estimates[0])
+    expected = xi_ema(estimates[0], estimates[1], 0.9)
+    torch.testing.assert_close(learner.xi_state.xi, expected)
+    assert int(learner.xi_state.count) == 2
+
+
+def test_mc_learner_leaves_xi_alone() -> None:
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **TINY)
+    learner.update(make_batch())
+    assert int(learner.xi_state.count) == 0 and not learner.xi_state.xi.any()
+
+
+def test_pretrain_update_trains_only_the_critic() -> None:
+    learner = make_learner("cvl", (OBS_DIM,), ACTION_DIM, lr=3e-3, **TINY)
+    policy_before = {k: v.clone() for k, v in learner.policy.state_dict().items()}
+    psi_target_before = {k: v.clone() for k, v in learner.psi_target.state_dict().items()}
+    critic_before = {k: v.clone() for k, v in learner.critic.state_dict().items()}
+    batch = make_batch(rewards=False)
+    losses = [learner.pretrain_update(batch)["critic_loss"] for _ in range(30)]
+    assert losses[-1] < losses[0]
+    assert (learner.step, learner.pretrain_steps) == (0, 30)
+    for k, v in learner.policy.state_dict().items():
+        assert torch.equal(v, policy_before[k]), k
+    assert int(learner.xi_state.count) == 0 and not learner.xi_state.xi.any()
+    assert any(not torch.equal(v, critic_before[k]) for k, v in learner.critic.state_dict().items())
+    moved = learner.psi_target.state_dict()
+    assert any(not torch.equal(moved[k], v) for k, v in psi_target_before.items())
+    with pytest.raises(ValueError, match="pretrain_update"):
+        learner.update(batch)
+
+
+def test_pretrain_then_finetune_counts_and_resumes(tmp_path) -> None:
+    """A run stopped during pretraining and resumed equals one that never stopped."""
+    overrides = dict(TINY, pretrain_steps=3)
+    full = make_learner("cvl", (OBS_DIM,), ACTION_DIM, **overrides)
+    phases = []
+    pretrain_then_finetune(
+        full,
+        Batches(rewards=False),
+        Batches(rewards=True, seed=100),
+        finetune_steps=2,
+        callback=lambda phase, step, m: phases.append((phase, step)),
+    )
+    assert phases == [("pretrain", 1), ("pretrain", 2), ("pretrain", 3)] + [
+        ("finetune", 1),
+        ("finetune", 2),
+    ]
+    pre, fine = Batches(rewards=False), Batches(rewards=True, seed=100)
+    part = make_learner("cvl", (OBS_DIM,), ACTION_DIM, **overrides)
+    pretrain_then_finetune(part, pre, fine, finetune_steps=0, pretrain_steps=2)
+    part.save(tmp_path / "ckpt")
+    resumed = load_learner(tmp_path / "ckpt")
+    assert (resumed.pretrain_steps, resumed.step) == (2, 0)
+    pretrain_then_finetune(resumed, pre, fine, finetune_steps=2)
+    all_modules_equal(full, resumed)
+    with pytest.raises(ValueError):
+        pretrain_then_finetune(resumed, pre, fine, finetune_steps=2, pretrain_steps=5)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_save_load_act_identical(name: str, tmp_path, device: str) -> None:
+    learner = make_learner(name, (OBS_DIM,), ACTION_DIM, device=device, seed=3, **TINY)
+    learner.pretrain_update(make_batch(0, rewards=False, device=device))
+    for i in range(3):
+        learner.update(make_batch(i, device=device))
+    learner.save(tmp_path / "ckpt")
+    loaded = load_learner(tmp_path / "ckpt", device=device)
+    assert type(loaded) is type(learner) and loaded.config == learner.config
+    assert (loaded.step, loaded.pretrain_steps) == (3, 1)
+    all_modules_equal(learner, loaded)
+    obs = np.random.default_rng(0).normal(size=(7, OBS_DIM)).astype(np.float32)
+    np.testing.assert_array_equal(learner.act(obs), loaded.act(obs))
+    np.testing.assert_array_equal(
+        learner.act(obs, deterministic=False), loaded.act(obs, deterministic=False)
+    )
+    assert learner.act(obs).shape == (7, ACTION_DIM)
+    assert np.all(np.abs(learner.act(obs, deterministic=False)) < 1.0)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_stop_and_resume_equals_uninterrupted_run(name: str, tmp_path, device: str) -> None:
+    batches = [make_batch(i, device=device) for i in range(6)]
+    straight = make_learner(name, (OBS_DIM,), ACTION_DIM, device=device, seed=5, **TINY)
+    for batch in batches:
+        straight.update(batch)
+    first = make_learner(name, (OBS_DIM,), ACTION_DIM, device=device, seed=5, **TINY)
+    for batch in batches[:3]:
+        first.update(batch)
+    first.save(tmp_path / "ckpt")
+    del first
+    torch.manual_seed(999)  # whatever happens to the global RNG in between
+    resumed = load_learner(tmp_path / "ckpt", device=device)
+    for batch in batches[3:]:
+        last = resumed.update(batch)
+    all_modules_equal(straight, resumed)
+    for name_opt, opt in straight.state_optimizers().items():
+        other = resumed.state_optimizers()[name_opt].state_dict()["state"]
+        for idx, state in opt.state_dict()["state"].items():
+            for key, value in state.items():
+                assert torch.equal(value, other[idx][key]), (name_opt, idx, key)
+    assert resumed.step == straight.step == 6
+    assert np.isfinite(last["policy_loss"])
+
+
+def test_q_values_of_both_estimators_agree_for_many_features() -> None:
+    """After one labelled update, xi is one batch's estimate, so Q_rff ~= Q_direct on that batch
+    (lemma 1) when D is large."""
+    learner = make_learner("cvl", (OBS_DIM,), ACTION_DIM, **dict(TINY, num_rff_features=2**15))
+    batch = make_batch(0, size=32)
+    learner.update(batch)
+    q_rff = learner.q_values(batch.obs_t, batch.action_t, estimator="rff")
+    q_mc = learner.q_values(
+        batch.obs_t, batch.action_t, batch.obs_future, batch.reward_future, estimator="mc"
+    )
+    scale = np.e / (1 - learner.config.discount)
+    assert torch.max(torch.abs(q_rff - q_mc)).item() < 0.1 * scale
+
+
+def test_pixel_observations_flow_through() -> None:
+    shape = (16, 16, 3)
+    learner = make_learner("cvl", shape, ACTION_DIM, **dict(TINY, hidden=(8,)))
+    gen = torch.Generator().manual_seed(0)
+    pixels = torch.randint(0, 256, (4, *shape), generator=gen).to(torch.uint8)
+    batch = ContrastiveBatch(
+        obs_t=pixels,
+        action_t=torch.zeros(4, ACTION_DIM),
+        reward_t=torch.ones(4),
+        obs_next=pixels,
+        done=torch.zeros(4),
+        obs_future=pixels.flip(0),
+        reward_future=torch.ones(4),
+        offset=torch.ones(4, dtype=torch.int64),
+        task_id=None,
+    )
+    metrics = learner.update(batch)
+    assert all(np.isfinite(v) for v in metrics.values())
+    assert learner.act(pixels.numpy()).shape == (4, ACTION_DIM)
