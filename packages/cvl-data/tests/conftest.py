@@ -39,6 +39,17 @@ def _spec(**overrides):
     return DatasetSpec(**fields)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's tmp_path plugin has set up its factory
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep Hypothesis' storage (its constants cache, written while test modules are collected)
+    under pytest's tmp root instead of ``.hypothesis/`` in the working directory."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    factory = getattr(config, "_tmp_path_factory", None)  # set by pytest's tmp_path plugin
+    if factory is not None:
+        set_hypothesis_home_dir(factory.mktemp("hypothesis-home"))
+
+
 @pytest.fixture
 def make_spec() -> Callable:
     """``make_spec(**overrides) -> DatasetSpec`` (state, (3,), float32, 2-d actions in [-1, 1])."""

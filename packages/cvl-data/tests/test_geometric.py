@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-SETTINGS = settings(max_examples=30, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None, database=None)
 discounts = st.floats(min_value=0.05, max_value=0.999)
 horizons = st.integers(min_value=1, max_value=3000)
 

@@ -7,7 +7,7 @@ from cvl_data import DatasetSpec, DatasetWriter, open_dataset, task_domain
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=30, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None, database=None)
 OBS_DTYPES = ["float32", "float64", "float16", "int16", "uint8", "int64"]
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-SETTINGS = settings(max_examples=30, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None, database=None)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 lengths_st = st.lists(st.integers(1, 40), min_size=1, max_size=8)
 

@@ -17,7 +17,7 @@ from cvl_data import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SETTINGS = settings(max_examples=30, deadline=None)
+SETTINGS = settings(max_examples=30, deadline=None, database=None)
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
 FIELDS = ("observations", "actions", "rewards", "terminated", "truncated")
 
