@@ -1,12 +1,15 @@
-"""The truncated geometric offset distribution (paper def. 1 and eq. 8-9; DESIGN.md sec. 2).
+"""The truncated geometric offset distribution (paper def. 1; DESIGN.md sec. 2).
+
+It is the law of ``Delta t ~ TruncGeom(1 - gamma, t, H)`` in the paper's OM-InfoNCE critic
+objective (eq. 9-10 in DESIGN.md's numbering) and in ``Q_NCE`` (eq. 11).
 
 For an anchor at step ``t`` of an episode with ``T`` steps, ``K = T - t >= 1`` future states
 ``s_{t+1} .. s_T`` exist. The offset ``k`` to the future state ``s_{t+k}`` has
 
     P(k) = (1 - g) g^(k-1) / (1 - g^K),   k = 1 .. K,   g = discount,
 
-i.e. ``TruncGeom(1 - gamma, t, H)``: the discounted occupancy's geometric ``Geom(1 - gamma)``
-(eq. 4) truncated to the episode. Sampling is by inverse CDF, vectorised over the batch:
+i.e. the discounted occupancy's geometric ``Geom(1 - gamma)`` truncated to the episode.
+Sampling is by inverse CDF, vectorised over the batch:
 
     k = 1 + floor(log(1 - u (1 - g^K)) / log g),   u ~ U[0, 1),   clipped to [1, K].
 """

@@ -69,7 +69,7 @@ class Dataset:
         yield array
 
     def episode(self, e: int) -> dict[str, np.ndarray | None]:
-        """Episode ``e``'s arrays as views: observations ``(T + 1, ...)``, the others ``(T, ...)``."""
+        """Episode ``e``'s arrays as views: observations ``(T + 1, ...)``, others ``(T, ...)``."""
         start, stop = int(self.episode_offsets[e]), int(self.episode_offsets[e + 1])
         return {
             "observations": self.observations[start + e : stop + e + 1],
@@ -150,6 +150,11 @@ def _load_field(path: Path, meta: dict[str, Any], spec: DatasetSpec, name: str) 
         raise DatasetError(
             f"{label}: {len(array)} rows, but meta.json says {rule.get(name, 'num_steps')} = "
             f"{rows}; fields have mismatched lengths"
+        )
+    if entry.get("shape") != list(array.shape) or entry.get("dtype") != layout.dtype.name:
+        raise DatasetError(
+            f"{label}: file holds {array.dtype} {tuple(array.shape)}, but meta.json records "
+            f"{entry.get('dtype')} {entry.get('shape')}"
         )
     return array
 

@@ -12,7 +12,7 @@ T = TypeVar("T")
 
 
 def task_base_name(task: str) -> str:
-    """The task name without a trailing version suffix: ``"drawer-open-v3"`` -> ``"drawer-open"``."""
+    """The task name without its version suffix: ``"drawer-open-v3"`` -> ``"drawer-open"``."""
     return _VERSION_SUFFIX.sub("", task)
 
 

@@ -79,7 +79,7 @@ def reward_free(source: EpisodeSource) -> RelabelledView:
 
 
 def zero_reward(source: EpisodeSource) -> RelabelledView:
-    """The source with every reward 0 (UDS's relabelling of shared data); works on reward-free data."""
+    """The source with every reward 0 (UDS's relabelling of shared data; reward-free data too)."""
     return RelabelledView(source, "zero_reward")
 
 

@@ -222,3 +222,10 @@ def test_pixels_must_be_uint8(tmp_path, make_spec):
         writer.add_episode(**episode(observations=np.zeros((4, 4, 4, 3), np.uint8)))
     with pytest.raises(DatasetError, match="obs_dtype"):
         make_spec(obs_kind="pixels", obs_shape=(4, 4, 3), obs_dtype="float32")
+
+
+def test_meta_record_disagrees_with_file(good):
+    meta = load_meta(good)
+    meta["fields"]["truncated"]["shape"] = [11]
+    save_meta(good, meta)
+    expect_error(good, str(good / "truncated.npy"), "field 'truncated'", "meta.json records")
