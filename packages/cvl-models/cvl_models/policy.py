@@ -30,7 +30,13 @@ from cvl_models._checks import check_trailing
 from cvl_models.encoder import make_encoder
 from cvl_models.mlp import DenseMLP
 
-__all__ = ["TanhGaussianPolicy", "tanh_gaussian_log_prob", "tanh_log_det_jacobian"]
+__all__ = [
+    "TanhGaussianPolicy",
+    "action_log_prob",
+    "sample_tanh_gaussian",
+    "tanh_gaussian_log_prob",
+    "tanh_log_det_jacobian",
+]
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -51,6 +57,30 @@ def tanh_gaussian_log_prob(
     z = (u - mean) * torch.exp(-log_std)
     gauss = -0.5 * z.square() - log_std - HALF_LOG_2PI
     return (gauss - tanh_log_det_jacobian(u)).sum(dim=-1)
+
+
+def sample_tanh_gaussian(
+    mean: torch.Tensor, log_std: torch.Tensor, num_samples: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised ``(action, log_prob)`` from given ``mean, log_std`` (``(*B, A)`` each).
+
+    Lets a loss reuse one network pass for samples, data log-probs and entropy. Shapes as in
+    :meth:`TanhGaussianPolicy.sample`.
+    """
+    shape = mean.shape if num_samples is None else (int(num_samples), *mean.shape)
+    eps = torch.randn(shape, dtype=mean.dtype, device=mean.device)
+    u = mean + torch.exp(log_std) * eps
+    log_prob = tanh_gaussian_log_prob(mean, log_std, u)
+    action = torch.clamp(torch.tanh(u), -ACTION_CLIP, ACTION_CLIP)
+    return action, log_prob
+
+
+def action_log_prob(
+    mean: torch.Tensor, log_std: torch.Tensor, action: torch.Tensor
+) -> torch.Tensor:
+    """``log pi(a)`` of given actions, clipped to ``[-1+1e-6, 1-1e-6]`` before ``atanh``."""
+    u = torch.atanh(torch.clamp(action.to(mean.dtype), -ACTION_CLIP, ACTION_CLIP))
+    return tanh_gaussian_log_prob(mean, log_std, u)
 
 
 class TanhGaussianPolicy(nn.Module):
@@ -108,15 +138,12 @@ class TanhGaussianPolicy(nn.Module):
         log-probability is computed from the pre-tanh sample ``u`` (exact even where
         ``tanh(u)`` rounds to +-1); the returned action is clamped to ``[-1 + 1e-6, 1 - 1e-6]``
         so that it always lies in the open interval (where clamping bites, ``tanh' < 1e-6``
-        anyway). Uses the global torch RNG of the device.
+        anyway). Uses the global torch RNG of the device. To share one network pass between
+        sampling, data log-probs and entropy, call ``self(obs)`` once and use
+        :func:`sample_tanh_gaussian` and :func:`action_log_prob`.
         """
         mean, log_std = self(obs)
-        shape = mean.shape if num_samples is None else (int(num_samples), *mean.shape)
-        eps = torch.randn(shape, dtype=mean.dtype, device=mean.device)
-        u = mean + torch.exp(log_std) * eps
-        log_prob = tanh_gaussian_log_prob(mean, log_std, u)
-        action = torch.clamp(torch.tanh(u), -ACTION_CLIP, ACTION_CLIP)
-        return action, log_prob
+        return sample_tanh_gaussian(mean, log_std, num_samples)
 
     def log_prob(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``log pi(a|s)`` of given (dataset) actions, clipped to ``[-1+1e-6, 1-1e-6]`` first.
@@ -133,8 +160,7 @@ class TanhGaussianPolicy(nn.Module):
                 f"obs batch {obs_batch}"
             )
         mean, log_std = self(obs)
-        u = torch.atanh(torch.clamp(action.to(mean.dtype), -ACTION_CLIP, ACTION_CLIP))
-        return tanh_gaussian_log_prob(mean, log_std, u)
+        return action_log_prob(mean, log_std, action)
 
     def entropy(self, obs: torch.Tensor, num_samples: int = 10) -> torch.Tensor:
         """Monte-Carlo entropy estimate ``-mean_n log pi(a_n|s)``, ``a_n ~ pi(.|s)``: ``(B,)``.

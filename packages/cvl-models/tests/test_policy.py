@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 from cvl_models import TanhGaussianPolicy
-from cvl_models.policy import tanh_log_det_jacobian
+from cvl_models.policy import action_log_prob, sample_tanh_gaussian, tanh_log_det_jacobian
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import distributions as D
@@ -178,3 +178,17 @@ def test_param_count_and_errors():
         _policy().sample(torch.randn(4, 6))
     with torch.no_grad():
         assert math.isfinite(float(_policy().log_prob(torch.randn(1, 5), torch.ones(1, 3))))
+
+
+def test_functional_helpers_share_one_network_pass():
+    policy = _policy().double()
+    obs = torch.randn(4, 5, dtype=torch.float64)
+    action = torch.rand(4, 3, dtype=torch.float64) * 2 - 1
+    mean, log_std = policy(obs)
+    torch.testing.assert_close(action_log_prob(mean, log_std, action), policy.log_prob(obs, action))
+    torch.manual_seed(5)
+    a1, lp1 = sample_tanh_gaussian(mean, log_std, 2)
+    torch.manual_seed(5)
+    a2, lp2 = policy.sample(obs, 2)
+    torch.testing.assert_close(a1, a2)
+    torch.testing.assert_close(lp1, lp2)
