@@ -1,0 +1,18 @@
+"""Shared test setup: headless EGL rendering, one torch thread per test process.
+
+Pants runs each test file in its own process, two at a time, so every file is independent.
+"""
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import torch
+
+torch.set_num_threads(1)
+
+from hypothesis import settings
+
+# No on-disk example database: tests write nothing outside tmp_path.
+settings.register_profile("cvl-eval", database=None, deadline=None)
+settings.load_profile("cvl-eval")
