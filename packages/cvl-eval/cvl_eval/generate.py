@@ -147,8 +147,9 @@ def generate_scripted(
     Returns:
         A `GenerationReport`. Calling again on a finished dataset does nothing but report it.
     """
-    from cvl_data import DatasetError, DatasetWriter, open_dataset
     from tqdm import tqdm
+
+    from cvl_data import DatasetError, DatasetWriter, open_dataset
 
     targets = [(Path(path), "state")]
     if pixel_path is not None:

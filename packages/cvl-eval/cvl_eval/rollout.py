@@ -184,7 +184,7 @@ def evaluate_policy(
 
     envs = []
     try:
-        for k in range(n_envs):
+        for _ in range(n_envs):
             envs.append(
                 make_env(
                     name,

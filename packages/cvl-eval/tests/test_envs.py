@@ -7,6 +7,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import gymnasium as gym
 import numpy as np
 import pytest
+
 from cvl_eval.envs import MOUNTAIN_CAR, TASK_NAMES, canonical_name, make_env
 
 

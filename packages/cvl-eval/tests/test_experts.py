@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+
 from cvl_eval.envs import TASK_NAMES
 from cvl_eval.experts import (
     ScriptedExpert,

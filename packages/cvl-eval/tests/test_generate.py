@@ -6,6 +6,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 import pytest
+
 from cvl_data import DatasetError, open_dataset
 from cvl_eval.generate import ScriptedConfig, generate_scripted
 

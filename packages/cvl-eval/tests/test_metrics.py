@@ -8,6 +8,12 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from rliable import library as rly
+from rliable import metrics as rly_metrics
+
 from cvl_eval.metric_plots import write_rliable_report
 from cvl_eval.metrics import (
     AGGREGATE_NAMES,
@@ -20,11 +26,6 @@ from cvl_eval.metrics import (
     sample_efficiency,
     score_matrix,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-from rliable import library as rly
-from rliable import metrics as rly_metrics
 
 CONFIG = BootstrapConfig(reps=200, seed=3)
 

@@ -7,6 +7,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import mujoco
 import numpy as np
 import pytest
+
 from cvl_eval.envs import make_env
 from cvl_eval.pixels import OffscreenRenderer, RenderConfig
 

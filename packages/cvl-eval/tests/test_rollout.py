@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+
 from cvl_eval.experts import ScriptedExpert
 from cvl_eval.rollout import EvalResult, evaluate_policy, evaluation_seeds, random_policy
 
@@ -71,3 +72,15 @@ def test_mountain_car_evaluation():
 def test_wrong_action_shape_is_reported():
     with pytest.raises(ValueError, match=r"expected \(2, 4\)"):
         evaluate_policy("reach", lambda obs: np.zeros((len(obs), 3)), 2, max_steps=3)
+
+
+def test_pixel_evaluation_feeds_frames_to_the_policy():
+    shapes = []
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        shapes.append((obs.shape, obs.dtype))
+        return np.zeros((len(obs), 4), dtype=np.float32)
+
+    result = evaluate_policy("reach", policy, 2, pixels=True, image_size=32, max_steps=3)
+    assert result.pixels and result.lengths == (3, 3)
+    assert shapes == [((2, 32, 32, 3), np.uint8)] * 3

@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+
 from cvl_eval.curves import curve_stats, final_returns, plot_learning_curves
 from cvl_eval.tables import (
     TableFormat,
