@@ -25,6 +25,7 @@ import argparse
 import time
 
 import torch
+
 from cvl_algos import make_learner
 from cvl_data import ContrastiveBatch, TransitionBatch
 

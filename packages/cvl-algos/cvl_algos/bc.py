@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from cvl_models import TanhGaussianPolicy
 from torch import nn
 
 from cvl_algos.common import LearnerBase
+from cvl_models import TanhGaussianPolicy
 
 __all__ = ["BCConfig", "BCLearner", "bc_loss"]
 

@@ -119,7 +119,7 @@ def get_global_rng_state() -> dict[str, Any]:
     """Global RNG states: torch CPU, every CUDA device, numpy's legacy global, python ``random``."""
     state: dict[str, Any] = {
         "torch_cpu": torch.get_rng_state(),
-        "numpy": np.random.get_state(),
+        "numpy": np.random.get_state(),  # noqa: NPY002 (the legacy global state is what we save)
         "python": random.getstate(),
     }
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -130,7 +130,7 @@ def get_global_rng_state() -> dict[str, Any]:
 def set_global_rng_state(state: dict[str, Any]) -> None:
     """Restore what :func:`get_global_rng_state` returned (CUDA states only where CUDA exists)."""
     torch.set_rng_state(state["torch_cpu"].to(torch.uint8))
-    np.random.set_state(state["numpy"])
+    np.random.set_state(state["numpy"])  # noqa: NPY002
     python = state["python"]
     random.setstate((python[0], tuple(python[1]), python[2]))
     cuda = state.get("torch_cuda")

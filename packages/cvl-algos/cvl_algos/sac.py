@@ -21,7 +21,6 @@ import copy
 from dataclasses import dataclass
 
 import torch
-from cvl_models import TanhGaussianPolicy, TwinQ
 from torch import nn
 
 from cvl_algos.common import (
@@ -31,6 +30,7 @@ from cvl_algos.common import (
     frozen_call,
     polyak_update,
 )
+from cvl_models import TanhGaussianPolicy, TwinQ
 
 __all__ = ["SACConfig", "SACLearner", "actor_loss", "alpha_loss", "critic_loss"]
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from cvl_data import union_with_shared, zero_reward
 
 from cvl_algos.common import metrics_to_floats, polyak_update
 from cvl_algos.cql import CQLConfig, CQLLearner
+from cvl_data import union_with_shared, zero_reward
 
 __all__ = [
     "CQLUDSConfig",

@@ -8,8 +8,9 @@ import dataclasses
 
 import pytest
 import torch
-from cvl_data import TransitionBatch
 from hypothesis import settings
+
+from cvl_data import TransitionBatch
 
 torch.set_num_threads(1)
 

@@ -11,11 +11,12 @@ from conftest import (
     clone_batch,
     make_transition_batch,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cvl_algos import make_learner
 from cvl_algos.bc import BCConfig, BCLearner, bc_loss
 from cvl_models import TanhGaussianPolicy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def _policy(seed=0):

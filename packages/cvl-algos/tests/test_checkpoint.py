@@ -6,15 +6,16 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
 from cvl_algos.checkpoint import (
     CheckpointError,
     load_checkpoint,
     read_checkpoint_state,
     save_checkpoint,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch import nn
 
 
 def _net(seed: int) -> nn.Module:

@@ -6,6 +6,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
 from cvl_algos import load_learner, make_learner
 from cvl_algos.bc import BCConfig
 from cvl_algos.common import (
@@ -17,9 +21,6 @@ from cvl_algos.common import (
     polyak_update,
 )
 from cvl_algos.cql import CQLConfig
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch import nn
 
 
 def _net(seed):

@@ -13,6 +13,10 @@ from conftest import (
     clone_batch,
     make_transition_batch,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
 from cvl_algos import make_learner, sac
 from cvl_algos.cql import (
     CQLConfig,
@@ -22,9 +26,6 @@ from cvl_algos.cql import (
     cql_regularizer,
 )
 from cvl_models import TanhGaussianPolicy, TwinQ
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from torch import nn
 
 
 def _nets(seed=0):

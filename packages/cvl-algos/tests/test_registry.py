@@ -2,11 +2,12 @@
 
 import dataclasses
 
-import cvl_algos
 import numpy as np
 import pytest
 import torch
 from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch
+
+import cvl_algos
 from cvl_algos import ALGORITHMS, LearnerBase, learner_class, load_learner, make_learner, register
 from cvl_algos.bc import BCConfig, BCLearner
 

@@ -13,12 +13,13 @@ from conftest import (
     clone_batch,
     make_transition_batch,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cvl_algos import make_learner
 from cvl_algos.common import Scalar
 from cvl_algos.sac import SACConfig, SACLearner, actor_loss, alpha_loss, critic_loss
 from cvl_models import TanhGaussianPolicy, TwinQ
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 def _nets(seed=0):

@@ -11,6 +11,7 @@ from conftest import (
     clone_batch,
     make_transition_batch,
 )
+
 from cvl_algos import make_learner
 from cvl_algos.cql import CQLConfig
 from cvl_algos.uds import (
