@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ACTION_DIM, OBS_DIM, assert_modules_equal
+
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl import (
     CVLConfig,

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_batch_equal, clone_batch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cvl_algos.cvl import (
     contrastive_critic_loss,
     direct_q_fn,
@@ -23,8 +26,6 @@ from cvl_algos.cvl import (
 )
 from cvl_data import ContrastiveBatch
 from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 OBS_DIM, ACTION_DIM, LATENT = 5, 2, 8
 HIDDEN = (16, 16)

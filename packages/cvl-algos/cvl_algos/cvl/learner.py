@@ -18,7 +18,6 @@ import copy
 from typing import Any
 
 import torch
-from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
 from torch import Tensor, nn
 
 from cvl_algos.common import LearnerBase, metrics_to_floats, polyak_update
@@ -32,6 +31,7 @@ from cvl_algos.cvl.q import (
     xi_ema,
     xi_estimate,
 )
+from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
 
