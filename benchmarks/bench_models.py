@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable
 
 import torch
-from cvl_models import ContrastiveCritic, TanhGaussianPolicy
 from torch import nn
+
+from cvl_models import ContrastiveCritic, TanhGaussianPolicy
 
 OBS_DIM, ACTION_DIM, LATENT, HIDDEN = 39, 4, 64, (256, 256)
 

@@ -44,9 +44,10 @@ class DenseMLP(nn.Module):
         hidden: widths of the hidden layers (default 256 x 256, paper table 1). May be empty,
             in which case the module is a single linear layer.
 
-    Inputs are cast to the parameters' dtype. Each item of the batch is processed independently (LayerNorm normalises per item), so the
-    output of item ``i`` never depends on other items. Parameter counts: see the module docstring
-    (``67_072 + 512*in_dim + (257+in_dim)*out_dim`` for the default widths).
+    Inputs are cast to the parameters' dtype. Each item of the batch is processed independently
+    (LayerNorm normalises per item), so the output of item ``i`` never depends on other items.
+    Parameter counts: see the module docstring (``67_072 + 512*in_dim + (257+in_dim)*out_dim``
+    for the default widths).
     """
 
     def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (256, 256)) -> None:

@@ -1,9 +1,10 @@
 """torch.compile gives the eager results (CPU here; CUDA too when a GPU is present).
 
 The MLP and the policy go through the full inductor stack (C++ code generation with gcc on
-CPU); the critic and TwinQ through dynamo + AOT autograd (``aot_eager``), forward and backward,
-which catches graph breaks and tracing problems without paying for another C++ build. Tiny
-networks, ``fullgraph=True`` and no compile worker pool keep this file fast.
+CPU); the critic, TwinQ, IMPALA and RFF through dynamo + AOT autograd (``aot_eager``), which
+catches graph breaks and tracing problems without paying for more C++ builds. Tiny networks,
+``fullgraph=True`` and no compile worker pool keep this file fast; the inductor cache goes to
+a pytest temporary folder.
 """
 
 from __future__ import annotations
@@ -11,13 +12,30 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._inductor.config as inductor_config
-from cvl_models import ContrastiveCritic, DenseMLP, TanhGaussianPolicy, TwinQ
+from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+from cvl_models import (
+    ContrastiveCritic,
+    DenseMLP,
+    ImpalaEncoder,
+    RandomFourierFeatures,
+    TanhGaussianPolicy,
+    TwinQ,
+    l2_normalize,
+)
 
 HIDDEN = (8, 8)
 
 
+@pytest.fixture(scope="module")
+def _inductor_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Inductor's on-disk cache lives under pytest's tmp dir (tests write nowhere else)."""
+    with temporary_cache_dir(str(tmp_path_factory.mktemp("torchinductor"))):
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _single_compile_thread():
+def _single_compile_thread(_inductor_cache):
     with inductor_config.patch(compile_threads=1):
         torch._dynamo.reset()
         yield
@@ -72,3 +90,16 @@ def test_critic_and_twin_q_compile(device):
     want = loss_and_grads(step, obs, action, future)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_impala_and_rff_compile_over_batch_sizes(device):
+    encoder = ImpalaEncoder((32, 32, 3), out_dim=8).to(device)
+    rff = RandomFourierFeatures(8, 16, seed=1).to(device)
+
+    def features(obs):
+        return rff(l2_normalize(encoder(obs)))
+
+    compiled = torch.compile(features, fullgraph=True, backend="aot_eager")
+    for batch in [2, 3]:  # the second batch size recompiles with a dynamic batch dim
+        obs = torch.randint(0, 256, (batch, 32, 32, 3), dtype=torch.uint8, device=device)
+        torch.testing.assert_close(compiled(obs), features(obs), rtol=1e-5, atol=1e-5)

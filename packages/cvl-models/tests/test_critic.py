@@ -6,9 +6,10 @@ import copy
 
 import pytest
 import torch
-from cvl_models import ContrastiveCritic, FlatEncoder, ImpalaEncoder
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cvl_models import ContrastiveCritic, FlatEncoder, ImpalaEncoder
 
 HIDDEN = (16, 16)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from cvl_models import FlatEncoder, ImpalaEncoder, make_encoder
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from cvl_models import DenseMLP
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
+
+from cvl_models import DenseMLP
 
 
 @pytest.mark.parametrize("batch", [(1,), (5,), (2, 3)])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
+
 from cvl_models import (
     ContrastiveCritic,
     DenseMLP,
@@ -17,7 +19,6 @@ from cvl_models import (
     policy,
     q,
 )
-from torch import nn
 
 
 def _count(module: nn.Module) -> int:

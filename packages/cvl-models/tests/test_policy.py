@@ -6,11 +6,12 @@ import math
 
 import pytest
 import torch
-from cvl_models import TanhGaussianPolicy
-from cvl_models.policy import action_log_prob, sample_tanh_gaussian, tanh_log_det_jacobian
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import distributions as D
+
+from cvl_models import TanhGaussianPolicy
+from cvl_models.policy import action_log_prob, sample_tanh_gaussian, tanh_log_det_jacobian
 
 HIDDEN = (16, 16)
 

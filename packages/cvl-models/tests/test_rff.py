@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from cvl_models import RandomFourierFeatures
 from einops import rearrange, reduce
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cvl_models import RandomFourierFeatures
 
 
 def _unit_vectors(rng: np.random.Generator, n: int, d: int) -> torch.Tensor:
