@@ -1,7 +1,9 @@
 """Shared helpers for the cvl_algos tests: tiny networks, fixed synthetic batches, devices.
 
 Test files import the helpers below from here (``from conftest import ...``) and never from
-each other.
+each other. Pants cannot map the module name ``conftest`` to this file (its module is
+``tests.conftest`` under the package's source root; the BUILD's ``python_test_utils`` target
+already ships it with every test), so each imported name carries ``# pants: no-infer-dep``.
 """
 
 import dataclasses

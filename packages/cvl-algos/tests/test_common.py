@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch
+from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch  # pants: no-infer-dep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn

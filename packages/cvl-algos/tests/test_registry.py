@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch
+from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch  # pants: no-infer-dep
 
 import cvl_algos
 from cvl_algos import ALGORITHMS, LearnerBase, learner_class, load_learner, make_learner, register

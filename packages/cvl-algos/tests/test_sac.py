@@ -5,13 +5,13 @@ import dataclasses
 import numpy as np
 import torch
 from conftest import (
-    ACTION_DIM,
-    OBS_DIM,
-    TINY,
-    assert_batch_equal,
-    assert_modules_equal,
-    clone_batch,
-    make_transition_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    TINY,  # pants: no-infer-dep
+    assert_batch_equal,  # pants: no-infer-dep
+    assert_modules_equal,  # pants: no-infer-dep
+    clone_batch,  # pants: no-infer-dep
+    make_transition_batch,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
