@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from cvl_eval.metric_plots import algorithm_colors
+from cvl_eval.metric_plots import algorithm_colors, steps_label
 
 REQUIRED_COLUMNS = ("algorithm", "task", "seed", "step", "return")
 
@@ -57,15 +57,6 @@ def curve_stats(records: pd.DataFrame | Iterable[Mapping], ddof: int = 0) -> pd.
     stats = stats.join(seeds, on=["task", "algorithm"])
     stats = stats[stats["seeds"] == stats["all_seeds"]].drop(columns="all_seeds")
     return stats.sort_values(["task", "algorithm", "step"]).reset_index(drop=True)
-
-
-def _steps_label(value: float, _position: int) -> str:
-    """Tick label: 0, 500, 20k, 1.5M."""
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:g}M"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:g}k"
-    return f"{value:g}"
 
 
 def plot_learning_curves(
@@ -103,7 +94,7 @@ def plot_learning_curves(
             )
         ax.set_title(task.removesuffix("-v3"), fontsize="medium")
         ax.grid(alpha=0.3)
-        ax.xaxis.set_major_formatter(FuncFormatter(_steps_label))
+        ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
     for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
     for ax in axes[-1]:

@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
 from rliable import plot_utils
 
 from cvl_eval.metrics import (
@@ -30,6 +31,7 @@ from cvl_eval.metrics import (
 )
 
 DPI = 150
+ROW_HEIGHT = 0.5  # inches per algorithm in the aggregate plot
 
 
 def algorithm_colors(algorithms: Sequence[str]) -> dict[str, tuple]:
@@ -38,11 +40,27 @@ def algorithm_colors(algorithms: Sequence[str]) -> dict[str, tuple]:
     return {algo: cmap(i % 10) for i, algo in enumerate(algorithms)}
 
 
-def _legend(ax, algorithms: Sequence[str], loc: str) -> None:
-    """Legend with one line per algorithm (rliable's plots add CI patches to the handles)."""
+def steps_label(value: float, _position: int = 0) -> str:
+    """Axis tick label for step counts: 0, 500, 20k, 1.5M."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:g}M"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:g}k"
+    return f"{value:g}"
+
+
+def _legend(ax, algorithms: Sequence[str]) -> None:
+    """Legend above the axes, one line per algorithm (rliable adds CI patches to the handles)."""
     colors = algorithm_colors(algorithms)
     handles = [Line2D([0], [0], color=colors[a], lw=2.5, label=a) for a in algorithms]
-    ax.legend(handles=handles, loc=loc, fontsize="medium", frameon=False)
+    ax.legend(
+        handles=handles,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=min(len(algorithms), 4),
+        fontsize="medium",
+        frameon=False,
+    )
 
 
 def _save(fig, path: Path) -> Path:
@@ -73,8 +91,8 @@ def plot_aggregates(aggregates: Mapping[str, Mapping], path: str | Path) -> Path
         colors=algorithm_colors(algorithms),
         xlabel="Normalized score (1 = scripted expert)",
         subfigure_width=3.6,
-        row_height=0.5,
-        xlabel_y_coordinate=-0.3 if len(algorithms) < 3 else -0.15,
+        row_height=ROW_HEIGHT,
+        xlabel_y_coordinate=-0.55 / (ROW_HEIGHT * len(algorithms)),
     )
     return _save(fig, Path(path))
 
@@ -97,7 +115,7 @@ def plot_profiles(profiles: Mapping[str, Mapping], path: str | Path) -> Path:
         ticklabelsize="medium",
         ax=ax,
     )
-    _legend(ax, algorithms, "upper right")
+    _legend(ax, algorithms)
     return _save(fig, Path(path))
 
 
@@ -113,6 +131,8 @@ def plot_improvement(improvement: Mapping[str, Mapping], path: str | Path) -> Pa
         labelsize="medium",
         ticklabelsize="medium",
     )
+    ax.set_xlim(-0.02, 1.02)  # probabilities: one fixed scale across reports
+    ax.set_xticks([0.0, 0.25, 0.5, 0.75, 1.0])
     return _save(fig, Path(path))
 
 
@@ -133,7 +153,8 @@ def plot_efficiency(curves: Mapping[str, Mapping], path: str | Path, xlabel: str
         ticklabelsize="medium",
         ax=ax,
     )
-    _legend(ax, algorithms, "lower right")
+    ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
+    _legend(ax, algorithms)
     return _save(fig, Path(path))
 
 
