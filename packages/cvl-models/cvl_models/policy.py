@@ -40,8 +40,8 @@ __all__ = [
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-# Dataset actions are clipped to [-ACTION_CLIP, ACTION_CLIP] before atanh; 1 - 1e-6 is exactly
-# representable below 1 in float32 (atanh = 7.25), so log-probabilities at +-1 stay finite.
+# Dataset actions are clipped to [-ACTION_CLIP, ACTION_CLIP] before atanh; 1 - 1e-6 rounds to a
+# float32 strictly below 1 (atanh ~ 7.25), so log-probabilities at +-1 stay finite.
 ACTION_CLIP = 1.0 - 1e-6
 
 
