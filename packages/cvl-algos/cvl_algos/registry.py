@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    # Never executed; names the modules behind the import paths below so that Pants'
+    # dependency inference ships them with anything that uses the registry.
+    import cvl_algos.bc
+    import cvl_algos.cql
+    import cvl_algos.cvl
+    import cvl_algos.sac
+    import cvl_algos.uds  # noqa: F401
 
 __all__ = ["ALGORITHMS", "learner_class", "load_learner", "make_learner", "register"]
 
