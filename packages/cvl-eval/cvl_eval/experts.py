@@ -25,8 +25,9 @@ import numpy as np
 from cvl_eval.envs import TASK_NAMES, canonical_name
 from cvl_eval.rollout import evaluate_policy
 
-EXPERT_TABLE_FILE = "expert_returns.json"
-"""Name of the packaged table inside ``cvl_eval/data``."""
+EXPERT_TABLE_RESOURCE = "cvl_eval/data/expert_returns.json"
+"""The packaged table, relative to the source root (a literal path: Pants infers the dependency
+on the ``resources`` target from it)."""
 
 
 class ScriptedExpert:
@@ -126,7 +127,8 @@ def compute_expert_table(
 @cache
 def load_expert_table() -> dict:
     """The packaged expert table (see module docstring), read with importlib.resources."""
-    text = resources.files("cvl_eval").joinpath("data", EXPERT_TABLE_FILE).read_text()
+    package, *parts = EXPERT_TABLE_RESOURCE.split("/")
+    text = resources.files(package).joinpath(*parts).read_text()
     return json.loads(text)
 
 

@@ -155,6 +155,7 @@ def evaluate_policy(
     image_size: int = 84,
     camera: str = "corner",
     num_envs: int | None = None,
+    goals: str = "mt1",
 ) -> EvalResult:
     """Run ``policy`` for ``num_episodes`` episodes with fixed seeds, vectorised.
 
@@ -169,6 +170,7 @@ def evaluate_policy(
         camera: camera name with ``pixels``.
         num_envs: environments stepped together (default `DEFAULT_NUM_ENVS`, at most one per
             episode).
+        goals: Meta-World goal protocol (``"mt1"`` or ``"random"``, see `make_env`).
 
     Returns:
         EvalResult with per-episode raw returns, successes and lengths.
@@ -194,6 +196,7 @@ def evaluate_policy(
                     camera=camera,
                     keep_state=False,
                     max_episode_steps=max_steps,
+                    goals=goals,
                 )
             )
         action_dim = int(np.prod(envs[0].action_space.shape))
