@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from cvl_algos.cvl import (
     contrastive_critic_loss,
+    detached_phi,
     direct_q_fn,
     infonce_partition_loss,
     normalize_q_per_batch,
@@ -246,8 +247,8 @@ def test_policy_loss_matches_naive_reference() -> None:
     batch = make_batch(5)
     weights = torch.tensor([0.7, -1.3])
 
-    def q_fn(obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return action @ weights + obs[:, 0]
+    def q_fn(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return actions @ weights + obs[:, 0]
 
     n, alpha, lam, tau = 3, 0.2, 0.5, 0.3
     torch.manual_seed(11)
@@ -258,7 +259,8 @@ def test_policy_loss_matches_naive_reference() -> None:
     actions, log_prob = policy.sample(batch.obs_t, num_samples=n)
     kl = 0.0
     for k in range(n):
-        kl = kl + (alpha * log_prob[k] - q_fn(batch.obs_t, actions[k])).mean() / n
+        q_k = actions[k] @ weights + batch.obs_t[:, 0]
+        kl = kl + (alpha * log_prob[k] - q_k).mean() / n
     log_prob_data = policy.log_prob(batch.obs_t, batch.action_t).mean()
     entropy = policy.entropy(batch.obs_t).mean()
     expected = kl + lam * (-log_prob_data - tau * entropy)
@@ -292,3 +294,50 @@ def test_normalize_q_per_batch_detaches_the_scale() -> None:
     torch.testing.assert_close(out, q.detach() / 2.0)
     out.sum().backward()
     torch.testing.assert_close(q.grad, torch.full((3,), 0.5))
+
+
+class _CatPhi(torch.nn.Module):
+    """A phi network that is not cvl_models' StateActionEmbedding (exercises the generic path)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(OBS_DIM + ACTION_DIM, LATENT)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.linear(torch.cat([obs, action], dim=-1))
+
+
+class _CatCritic(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.phi_net = _CatPhi()
+
+    def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.phi_net(obs, action)
+
+
+@pytest.mark.parametrize("kind", ["state", "pixels", "generic"])
+def test_detached_phi_of_action_samples_equals_phi(kind: str) -> None:
+    """phi of N samples per state (each state encoded once) == critic.phi on repeated states;
+    gradients reach the actions, not the critic."""
+    torch.manual_seed(0)
+    n, b = 3, 4
+    if kind == "pixels":
+        shape = (12, 12, 3)
+        critic = ContrastiveCritic(shape, ACTION_DIM, latent_dim=LATENT, hidden=(8,))
+        obs = torch.randint(0, 256, (b, *shape)).to(torch.uint8)
+    else:
+        critic = (
+            _CatCritic()
+            if kind == "generic"
+            else ContrastiveCritic((OBS_DIM,), ACTION_DIM, latent_dim=LATENT, hidden=HIDDEN)
+        )
+        obs = torch.randn(b, OBS_DIM)
+    actions = (torch.rand(n, b, ACTION_DIM) * 2 - 1).requires_grad_(True)
+    fast = detached_phi(critic)(obs, actions)
+    assert fast.shape == (n, b, LATENT)
+    for k in range(n):
+        torch.testing.assert_close(fast[k], critic.phi(obs, actions[k]))
+    fast.square().sum().backward()
+    assert actions.grad is not None and actions.grad.abs().sum() > 0
+    assert all(p.grad is None for p in critic.parameters())

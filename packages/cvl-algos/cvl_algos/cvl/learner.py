@@ -203,6 +203,8 @@ class CVLLearner(LearnerBase):
         averages over the given future states and arrival rewards with psi_target (eq. 11).
         ``estimator`` defaults to the config's."""
         estimator = estimator or self.config.q_estimator
+        if estimator not in ("rff", "mc"):
+            raise ValueError(f"estimator must be 'rff' or 'mc', got {estimator!r}")
         obs, action = (
             self.obs_tensor(obs),
             torch.as_tensor(action, device=self.device).float(),

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from einops import rearrange, reduce, repeat
+from einops import reduce
 from torch import Tensor, nn
 
 QFn = Callable[[Tensor, Tensor], Tensor]
-"""(obs (M, *obs_shape), action (M, A)) -> Q (M,)."""
+"""(obs_t (B, *obs_shape), actions (N, B, A)) -> Q (N, B): Q of N action samples per state."""
 
 
 def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Tensor, dict]:
@@ -105,9 +105,8 @@ def policy_loss(
     actions, log_prob = policy.sample(obs_t, num_samples=n)
     assert actions.shape == (n, *action_t.shape), (actions.shape, action_t.shape)
     assert log_prob.shape == (n, obs_t.shape[0]), log_prob.shape
-    obs_rep = repeat(obs_t, "b ... -> (n b) ...", n=n)
-    q = q_fn(obs_rep, rearrange(actions, "n b a -> (n b) a"))
-    q = rearrange(q, "(n b) -> n b", n=n)
+    q = q_fn(obs_t, actions)
+    assert q.shape == log_prob.shape, (q.shape, log_prob.shape)
     q_used = normalize_q_per_batch(q) if normalize_q else q
     kl_term = reduce(alpha * log_prob - q_used, "n b -> ", "mean")
 

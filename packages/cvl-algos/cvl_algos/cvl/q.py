@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from einops import einsum, reduce
+from einops import einsum, rearrange, reduce, repeat
 from torch import Tensor, nn
 
 from cvl_algos.common import frozen_call
+from cvl_models import StateActionEmbedding, l2_normalize
 
 
 def q_direct_from_latents(
@@ -110,15 +111,31 @@ def q_rff(rff: nn.Module, phi_t: Tensor, xi: Tensor, discount: float) -> Tensor:
 
 
 def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
-    """``phi(obs, action)`` evaluated with the critic's parameters detached.
+    """``phi(obs_t, actions)`` of N action samples per state, with the critic's parameters detached.
 
-    Gradients still flow to ``obs`` and ``action`` (the policy's reparameterised samples) but
-    never reach the critic's parameters, which the policy loss must leave untouched. The critic
-    itself is not modified (``frozen_call``: no ``requires_grad`` toggling).
+    ``obs_t`` is (B, *obs_shape), ``actions`` (N, B, A); returns (N, B, d). Gradients still flow
+    to the actions (the policy's reparameterised samples) but never reach the critic's
+    parameters, which the policy loss must leave untouched; the critic is not modified
+    (``frozen_call``: no ``requires_grad`` toggling). When ``critic.phi_net`` is the
+    ``cvl_models`` ``StateActionEmbedding`` (encoder -> concat action -> DenseNet -> optional
+    l2 norm), each state is encoded once rather than N times (an IMPALA pass per image instead
+    of N); otherwise ``phi_net`` runs on the states repeated N times. Both give ``critic.phi``.
     """
+    net = critic.phi_net
 
-    def phi(obs: Tensor, action: Tensor) -> Tensor:
-        return frozen_call(critic.phi_net, obs, action)
+    def phi(obs_t: Tensor, actions: Tensor) -> Tensor:
+        assert actions.ndim == 3 and actions.shape[1] == obs_t.shape[0], (
+            obs_t.shape,
+            actions.shape,
+        )
+        n = actions.shape[0]
+        if isinstance(net, StateActionEmbedding):
+            features = repeat(frozen_call(net.encoder, obs_t), "b f -> n b f", n=n)
+            out = frozen_call(net.mlp, torch.cat([features, actions.to(features.dtype)], dim=-1))
+            return l2_normalize(out) if net.normalize else out
+        obs_rep = repeat(obs_t, "b ... -> (n b) ...", n=n)
+        out = frozen_call(net, obs_rep, rearrange(actions, "n b a -> (n b) a"))
+        return rearrange(out, "(n b) d -> n b d", n=n)
 
     return phi
 
@@ -126,12 +143,15 @@ def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
 def rff_q_fn(
     critic: nn.Module, rff: nn.Module, xi: Tensor, discount: float
 ) -> Callable[[Tensor, Tensor], Tensor]:
-    """``q_fn(obs, action) -> (M,)`` of eq. 12 for the policy loss (critic parameters detached)."""
+    """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 12 for the policy loss
+    (critic parameters detached)."""
     phi = detached_phi(critic)
     xi = xi.detach()
 
-    def q_fn(obs: Tensor, action: Tensor) -> Tensor:
-        return q_rff(rff, phi(obs, action), xi, discount)
+    def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
+        latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
+        q = q_rff(rff, latents, xi, discount)
+        return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
     return q_fn
 
@@ -139,17 +159,15 @@ def rff_q_fn(
 def direct_q_fn(
     critic: nn.Module, psi_future: Tensor, reward_future: Tensor, discount: float
 ) -> Callable[[Tensor, Tensor], Tensor]:
-    """``q_fn(obs, action) -> (M,)`` of eq. 11 against fixed future latents ``psi_future`` (M, d).
-
-    ``psi_future`` should come from ``psi_target`` (e.g. ``psi_target(batch.obs_future)``).
-    """
+    """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 11 against fixed future
+    latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached)."""
     phi = detached_phi(critic)
     psi_future = psi_future.detach()
     temperature = critic.temperature
 
-    def q_fn(obs: Tensor, action: Tensor) -> Tensor:
-        return q_direct_from_latents(
-            phi(obs, action), psi_future, reward_future, discount, temperature
-        )
+    def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
+        latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
+        q = q_direct_from_latents(latents, psi_future, reward_future, discount, temperature)
+        return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
     return q_fn
