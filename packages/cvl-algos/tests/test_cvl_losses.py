@@ -58,7 +58,7 @@ def make_nets(seed: int = 0) -> tuple[ContrastiveCritic, TanhGaussianPolicy, Ran
     return critic, policy, rff
 
 
-# ----------------------------------------------------------------------------- critic loss (eq. 9-10)
+# ------------------------------------------------------------------------- critic loss (eq. 9-10)
 
 
 def naive_infonce(logits: np.ndarray, lam: float) -> float:
@@ -212,7 +212,7 @@ def test_xi_estimate_and_ema_against_naive() -> None:
     torch.testing.assert_close(xi, xi_before, rtol=0, atol=0)
 
 
-# ----------------------------------------------------------------------------- policy loss (eq. 13-15)
+# ----------------------------------------------------------------------- policy loss (eq. 13-15)
 
 
 def q_fns(critic, rff, batch):

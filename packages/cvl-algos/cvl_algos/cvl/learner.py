@@ -57,8 +57,9 @@ class CVLLearner(LearnerBase):
     """Contrastive Value Learning (Mazoure et al.), Q from random Fourier features by default.
 
     Networks: ``critic`` (phi and psi encoders), ``psi_target`` (polyak EMA copy of
-    ``critic.psi_net``, which encodes future states for both Q estimators), ``policy`` (tanh-Gaussian), ``rff`` (fixed random features, seeded by the learner's seed)
-    and ``xi_state``.
+    ``critic.psi_net``, which encodes future states for both Q estimators), ``policy``
+    (tanh-Gaussian), ``rff`` (fixed random features, seeded by the learner's seed) and
+    ``xi_state``.
     """
 
     name = "cvl"

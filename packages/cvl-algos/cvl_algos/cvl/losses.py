@@ -90,11 +90,12 @@ def policy_loss(
 ) -> tuple[Tensor, dict]:
     """Policy loss of eq. 13-15 with the BC sign fixed (DESIGN.md sec. 2).
 
-    ``L = E_s E_{a~pi}[alpha log pi(a|s) - Q(s, a)] + lambda_bc * L_BC`` with ``N_a`` reparameterised
-    samples per state (the Monte-Carlo form of KL(pi || exp(Q/alpha)/Z), eq. 13), and
-    ``L_BC = -E_{(s,a)~D} log pi(a|s) - tau_bc * H(pi(.|s))`` (eq. 14, which *maximises* the
-    likelihood of dataset actions). ``q_fn`` must not let gradients reach the critic's
-    parameters; only the policy's parameters receive gradients from this loss.
+    ``L = E_s E_{a~pi}[alpha log pi(a|s) - Q(s, a)] + lambda_bc * L_BC`` with ``N_a``
+    reparameterised samples per state (the Monte-Carlo form of KL(pi || exp(Q/alpha)/Z),
+    eq. 13), and ``L_BC = -E_{(s,a)~D} log pi(a|s) - tau_bc * H(pi(.|s))`` (eq. 14, which
+    *maximises* the likelihood of dataset actions). ``q_fn(obs_t, actions (N, B, A)) -> (N, B)``
+    must not let gradients reach the critic's parameters (see ``rff_q_fn``/``direct_q_fn``);
+    only the policy's parameters receive gradients from this loss.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (

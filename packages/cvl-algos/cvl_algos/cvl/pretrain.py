@@ -14,7 +14,7 @@ from typing import Any
 from cvl_algos.cvl.learner import CVLLearner
 
 Callback = Callable[[str, int, dict[str, float]], None]
-"""``callback(phase, step_in_phase, metrics)``, phase "pretrain" or "finetune", after each update."""
+"""``callback(phase, step_in_phase, metrics)`` after each update; phase "pretrain" or "finetune"."""
 
 
 def pretrain_then_finetune(
