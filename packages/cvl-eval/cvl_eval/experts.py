@@ -25,9 +25,9 @@ import numpy as np
 from cvl_eval.envs import TASK_NAMES, canonical_name
 from cvl_eval.rollout import evaluate_policy
 
-EXPERT_TABLE_RESOURCE = "cvl_eval/data/expert_returns.json"
-"""The packaged table, relative to the source root (a literal path: Pants infers the dependency
-on the ``resources`` target from it)."""
+EXPERT_TABLE_RESOURCE = "data/expert_returns.json"
+"""The packaged table, relative to this module's package (a literal path next to the module:
+Pants' asset inference finds the ``resources`` target from it)."""
 
 
 class ScriptedExpert:
@@ -127,8 +127,7 @@ def compute_expert_table(
 @cache
 def load_expert_table() -> dict:
     """The packaged expert table (see module docstring), read with importlib.resources."""
-    package, *parts = EXPERT_TABLE_RESOURCE.split("/")
-    text = resources.files(package).joinpath(*parts).read_text()
+    text = resources.files("cvl_eval").joinpath(EXPERT_TABLE_RESOURCE).read_text()
     return json.loads(text)
 
 
