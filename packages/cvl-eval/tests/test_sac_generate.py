@@ -1,0 +1,145 @@
+"""SAC replay-buffer generation (the paper's dataset protocol) on a real Meta-World task:
+valid datasets, exact resumption after interruptions, pixels alongside states."""
+
+import dataclasses
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np
+import pytest
+import torch
+
+from cvl_algos import load_learner
+from cvl_algos.sac import SACConfig
+from cvl_data import DatasetError, open_dataset
+from cvl_eval.sac_generate import (
+    SACDataConfig,
+    default_checkpoint_dir,
+    final_sac_dir,
+    generate_sac,
+)
+
+TINY = SACConfig(hidden=(16, 16), batch_size=32)
+# 6 episodes of 40 steps; the budget of 230 frames cuts the last one to 30 steps.
+CONFIG = SACDataConfig(
+    "reach", frames=230, warmup_frames=60, sac=TINY, max_episode_steps=40, goals="random"
+)
+
+
+class Interrupted(Exception):
+    """Stands in for a crash or Ctrl-C in the middle of a generation."""
+
+
+def _interrupt_after(k: int):
+    def on_episode(e, episode):
+        if e + 1 == k:
+            raise Interrupted(f"stopped after {k} episodes")
+
+    return on_episode
+
+
+def _same_datasets(a, b) -> None:
+    assert a.num_episodes == b.num_episodes
+    for name in ("episode_offsets", "observations", "actions", "rewards", "terminated"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.truncated, b.truncated)
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """One uninterrupted generation, shared by the tests below."""
+    path = tmp_path_factory.mktemp("whole") / "reach"
+    report = generate_sac(path, CONFIG, progress=False, durable=False)
+    return path, report
+
+
+def test_generation_writes_the_whole_replay_buffer(whole):
+    path, report = whole
+    data = open_dataset(path)  # verify=True: checksums and layout
+    assert data.num_steps == CONFIG.frames == report.num_steps == report.frames_this_call
+    assert data.num_episodes == 6 == report.num_episodes
+    lengths = np.diff(data.episode_offsets)
+    np.testing.assert_array_equal(lengths, [40, 40, 40, 40, 40, 30])
+    assert data.truncated.sum() == 6 and data.truncated[-1]  # the budget truncates the last one
+    assert data.observations.shape == (230 + 6, 39) and data.actions.shape == (230, 4)
+    assert np.abs(data.actions).max() <= 1.0
+    np.testing.assert_allclose(
+        [data.rewards[a:b].sum() for a, b in zip(data.episode_offsets, data.episode_offsets[1:])],
+        report.returns,
+        rtol=1e-5,
+    )
+    # consecutive observations within an episode are real env transitions (no gaps)
+    ep = data.episode(2)
+    assert np.all(np.abs(np.diff(ep["observations"][:, :3], axis=0)) < 0.2)
+    prov = data.spec.provenance
+    assert prov["generator"] == "cvl_eval.sac_generate.generate_sac"
+    assert prov["config"]["frames"] == 230 and prov["config"]["sac"]["hidden"] == [16, 16]
+    assert prov["seed"] == 0 and "torch" in prov["package_versions"]
+    # the final SAC is kept; it has done (frames - warmup + 1) updates
+    sac = load_learner(final_sac_dir(default_checkpoint_dir(path)))
+    assert sac.step == 230 - 60 + 1 and report.sac_dir == str(final_sac_dir(f"{path}.sac"))
+    # calling again on a finished generation does no work
+    again = generate_sac(path, CONFIG, progress=False)
+    assert again.frames_this_call == 0 and again.returns == report.returns
+
+
+@pytest.mark.parametrize("checkpoint_every,stop_after", [(1, 2), (2, 3)])
+def test_interrupted_generation_resumes_exactly(tmp_path, whole, checkpoint_every, stop_after):
+    """Stop after some episodes; with checkpoint_every=2 and 3 episodes committed the dataset is
+    one episode ahead of the checkpoint, which the resumption replays without rewriting it."""
+    path, report = whole
+    config = dataclasses.replace(CONFIG, checkpoint_every=checkpoint_every)
+    resumed = tmp_path / "reach"
+    with pytest.raises(Interrupted):
+        generate_sac(resumed, config, progress=False, on_episode=_interrupt_after(stop_after))
+    with pytest.raises(DatasetError):
+        open_dataset(resumed)  # partial until finished
+    again = generate_sac(resumed, config, progress=False, durable=False)
+    assert again.resumed_from == stop_after - (stop_after % checkpoint_every)
+    _same_datasets(open_dataset(path), open_dataset(resumed))
+    assert again.returns == report.returns
+    a, b = load_learner(report.sac_dir), load_learner(again.sac_dir)
+    assert a.step == b.step
+    for x, y in zip(a.critic.parameters(), b.critic.parameters(), strict=True):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+def test_resuming_with_another_config_is_refused(tmp_path):
+    with pytest.raises(Interrupted):
+        generate_sac(tmp_path / "r", CONFIG, progress=False, on_episode=_interrupt_after(1))
+    other = dataclasses.replace(CONFIG, seed=1)
+    with pytest.raises(ValueError, match="seed"):
+        generate_sac(tmp_path / "r", other, progress=False)
+
+
+def test_pixels_alongside_states_share_the_episodes(tmp_path):
+    config = SACDataConfig(
+        "reach",
+        frames=50,
+        warmup_frames=20,
+        sac=TINY,
+        max_episode_steps=20,
+        goals="random",
+        image_size=32,
+    )
+    kw = {"pixel_path": tmp_path / "p", "progress": False}
+    with pytest.raises(Interrupted):
+        generate_sac(tmp_path / "s", config, on_episode=_interrupt_after(1), **kw)
+    generate_sac(tmp_path / "s", config, **kw)
+    states, pixels = open_dataset(tmp_path / "s"), open_dataset(tmp_path / "p")
+    np.testing.assert_array_equal(states.episode_offsets, [0, 20, 40, 50])
+    np.testing.assert_array_equal(pixels.episode_offsets, states.episode_offsets)
+    np.testing.assert_array_equal(pixels.actions, states.actions)
+    np.testing.assert_array_equal(pixels.rewards, states.rewards)
+    assert pixels.spec.obs_kind == "pixels" and pixels.observations.shape == (53, 32, 32, 3)
+    assert pixels.observations.dtype == np.uint8
+    frames = np.asarray(pixels.observations, dtype=np.float32)
+    assert frames.std(axis=(1, 2, 3)).min() > 5  # no blank frame
+    assert np.abs(np.diff(frames, axis=0)).mean() > 0  # the arm moves
+
+
+def test_pixels_need_a_metaworld_task(tmp_path):
+    config = SACDataConfig("MountainCarContinuous-v0", frames=10, sac=TINY)
+    with pytest.raises(ValueError, match="Meta-World"):
+        generate_sac(tmp_path / "s", config, pixel_path=tmp_path / "p", progress=False)
