@@ -17,7 +17,7 @@ also makes two passes). The ratio
 Usage::
 
     python benchmarks/bench_models.py                  # CPU, and CUDA when present
-    python benchmarks/bench_models.py --device cpu --steps 50 --pixels
+    python benchmarks/bench_models.py --device cpu --steps 50 --threads 1 --pixels
 """
 
 from __future__ import annotations
@@ -157,8 +157,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--pixels", action="store_true", help="also time 84x84 IMPALA models")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: torch default)")
     args = parser.parse_args()
-    print(f"torch {torch.__version__}, cpu count {os.cpu_count()}, load {os.getloadavg()}")
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    load = os.getloadavg()
+    print(f"torch {torch.__version__}, cpu count {os.cpu_count()}, load {load}")
+    if load[0] > (os.cpu_count() or 1) and torch.get_num_threads() > 1:
+        print("note: the machine is busy; multi-threaded CPU timings then mostly measure thread")
+        print("      synchronisation stalls. --threads 1 gives stabler numbers.")
     devices = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
     if args.device != "auto":
         devices = [args.device]

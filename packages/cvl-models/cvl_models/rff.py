@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from cvl_models._checks import check_trailing
@@ -78,7 +79,7 @@ class RandomFourierFeatures(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Features ``(..., D)`` of ``x`` of shape ``(..., in_dim)``."""
         check_trailing(x, (self.in_dim,), "RandomFourierFeatures input", min_batch_dims=0)
-        proj = torch.einsum("...d,fd->...f", x, self.W.to(x.dtype)) + self.b.to(x.dtype)
+        proj = F.linear(x, self.W.to(x.dtype), self.b.to(x.dtype))  # W x + b, (..., D)
         return self.scale * torch.cos(proj)
 
     def extra_repr(self) -> str:
