@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from cvl_data import ContrastiveSampler, DatasetSpec, DatasetWriter, open_dataset
 
 

@@ -50,4 +50,6 @@ def test_first_party_pins_admit_current_versions(name):
     for dep, (low, high) in pins.items():
         version = importlib.import_module(f"cvl_{dep}").__version__
         current = _as_tuple(version)[:2]
-        assert _as_tuple(low) <= current < _as_tuple(high), f"cvl-{dep} {version} vs >={low},<{high}"
+        assert (
+            _as_tuple(low) <= current < _as_tuple(high)
+        ), f"cvl-{dep} {version} vs >={low},<{high}"

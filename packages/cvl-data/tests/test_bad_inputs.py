@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from cvl_data import DatasetError, DatasetWriter, open_dataset
 
 LENGTHS = [4, 3, 5]  # 12 steps, 15 observation rows

@@ -5,10 +5,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from cvl_data import sample_truncated_geometric, truncated_geometric_pmf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
+
+from cvl_data import sample_truncated_geometric, truncated_geometric_pmf
 
 SETTINGS = settings(max_examples=30, deadline=None, database=None)
 discounts = st.floats(min_value=0.05, max_value=0.999)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from cvl_data import DatasetError, DatasetWriter, open_dataset
 
 LENGTHS = [5, 2, 7, 4]

@@ -3,9 +3,10 @@
 import json
 
 import numpy as np
-from cvl_data import DatasetSpec, DatasetWriter, open_dataset, task_domain
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cvl_data import DatasetSpec, DatasetWriter, open_dataset, task_domain
 
 SETTINGS = settings(max_examples=30, deadline=None, database=None)
 OBS_DTYPES = ["float32", "float64", "float16", "int16", "uint8", "int64"]

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import torch
-from cvl_data import ContrastiveBatch, ContrastiveSampler, TransitionBatch, TransitionSampler
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
+
+from cvl_data import ContrastiveBatch, ContrastiveSampler, TransitionBatch, TransitionSampler
 
 SETTINGS = settings(max_examples=30, deadline=None, database=None)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

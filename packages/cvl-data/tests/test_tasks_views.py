@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cvl_data import (
     ContrastiveSampler,
     DatasetError,
@@ -14,8 +17,6 @@ from cvl_data import (
     union_with_shared,
     zero_reward,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=30, deadline=None, database=None)
 words = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
