@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,17 +37,33 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from cvl_algos.sac import SACConfig
 from cvl_eval.collect import Episode, dataset_spec, step_success, write_episode
 from cvl_eval.envs import canonical_name, is_metaworld, make_env
 from cvl_eval.generate import episode_seed
-from cvl_eval.sac_replay import ReplayBuffer, committed_episodes
+from cvl_eval.sac_replay import (
+    STATE_FILE,
+    STATE_FORMAT,
+    ReplayBuffer,
+    committed_episodes,
+    default_checkpoint_dir,
+    final_sac_dir,
+    read_state,
+    save_checkpoint,
+)
 
-STATE_FILE = "state.json"
-STATE_FORMAT = "cvl-sac-generation"
+__all__ = [
+    "SACDataConfig",
+    "SACGenerationReport",
+    "default_checkpoint_dir",
+    "final_sac_dir",
+    "generate_sac",
+]
+
 # Config fields that may change between an interrupted run and its resumption.
-_RESUMABLE_CHANGES = ("device", "checkpoint_every")
+_RESUMABLE_CHANGES = ("device", "checkpoint_every", "num_threads")
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,9 @@ class SACDataConfig:
             and the learner's initialisation and RNG.
         device: training device of the learner and the replay buffer (e.g. ``"cuda"``).
         checkpoint_every: checkpoint the learner every this many episodes (and at the end).
+        num_threads: torch intra-op threads while generating (restored afterwards); None keeps
+            torch's setting. SAC's small matmuls gain nothing from more threads, and on a busy
+            2-core machine 2 threads ran 20x slower than 1 (1.9 vs 41 frames/s, README).
         max_episode_steps: optional shorter time limit (Meta-World: 500, Mountain Car: 999).
         goals: Meta-World goal protocol, ``"mt1"`` or ``"random"`` (see `make_env`).
         image_size: frame size of the pixel dataset (when one is written).
@@ -82,6 +99,7 @@ class SACDataConfig:
     seed: int = 0
     device: str = "cpu"
     checkpoint_every: int = 1
+    num_threads: int | None = 1
     max_episode_steps: int | None = None
     goals: str = "mt1"
     image_size: int = 84
@@ -131,20 +149,6 @@ class SACGenerationReport:
         return self.frames_this_call / max(self.seconds, 1e-9)
 
 
-def default_checkpoint_dir(path: str | Path) -> Path:
-    """Where `generate_sac` keeps its checkpoints by default: ``<path>.sac/`` beside the data."""
-    path = Path(path)
-    return path.with_name(path.name + ".sac")
-
-
-def final_sac_dir(checkpoint_dir: str | Path) -> Path:
-    """The learner checkpoint named by a generation's ``state.json`` (the last one saved)."""
-    state = _read_state(Path(checkpoint_dir))
-    if state is None:
-        raise FileNotFoundError(f"{checkpoint_dir}: no {STATE_FILE}; not a SAC generation")
-    return Path(checkpoint_dir) / state["learner"]
-
-
 def _versions() -> dict[str, str]:
     """Versions of the packages that shape the data (recorded in the provenance)."""
     names = ("cvl-eval", "cvl-algos", "cvl-data", "cvl-models", "torch", "numpy")
@@ -172,33 +176,11 @@ def _provenance(config: SACDataConfig, obs_kind: str) -> dict[str, Any]:
     }
 
 
-def _read_state(checkpoint_dir: Path) -> dict[str, Any] | None:
-    file = checkpoint_dir / STATE_FILE
-    return json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
-
-
-def _write_state(checkpoint_dir: Path, state: dict[str, Any]) -> None:
-    tmp = checkpoint_dir / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, checkpoint_dir / STATE_FILE)
-
-
 def _check_resumable(stored: dict[str, Any], config: SACDataConfig, where: Path) -> None:
     now = config.to_json()
     differ = sorted(k for k in now if k not in _RESUMABLE_CHANGES and stored.get(k) != now.get(k))
     if differ:
         raise ValueError(f"{where}: the interrupted generation's config differs in {differ}")
-
-
-def _checkpoint(checkpoint_dir: Path, learner, counters: dict[str, Any]) -> str:
-    """Save the learner under a fresh name, then name it in ``state.json``, then prune."""
-    name = f"learner-{counters['episodes']:07d}"
-    learner.save(checkpoint_dir / name)
-    _write_state(checkpoint_dir, {**counters, "learner": name})
-    for old in checkpoint_dir.glob("learner-*"):
-        if old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
-    return name
 
 
 def _run_episode(
@@ -301,6 +283,17 @@ def generate_sac(
     Returns:
         A `SACGenerationReport`. Calling again on a finished generation only reports it.
     """
+    threads = torch.get_num_threads()
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
+    try:
+        return _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_episode)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_episode):
+    """`generate_sac`'s body (same arguments)."""
     from tqdm import tqdm
 
     from cvl_algos import load_learner, make_learner
@@ -311,7 +304,7 @@ def generate_sac(
     targets = [(Path(path), "state")] + ([(Path(pixel_path), "pixels")] if pixel_path else [])
     if pixel_path is not None and not is_metaworld(config.env):
         raise ValueError(f"pixel datasets are rendered for Meta-World tasks only, not {config.env}")
-    state = _read_state(ckpt)
+    state = read_state(ckpt)
     if state is not None:
         _check_resumable(state["config"], config, ckpt / STATE_FILE)
     elif any(p.exists() for p, _ in targets):
@@ -395,7 +388,7 @@ def generate_sac(
             successes.append(episode.success)
             counters.update(episodes=e + 1, frames=frames, returns=returns, successes=successes)
             if (e + 1) % config.checkpoint_every == 0 or frames >= config.frames:
-                counters["learner"] = _checkpoint(ckpt, learner, counters)
+                counters["learner"] = save_checkpoint(ckpt, learner, counters)
             recent = slice(-10, None)
             postfix = {
                 "ep": e + 1,

@@ -1,4 +1,5 @@
-"""The SAC generator's replay buffer, and reading back the episodes a dataset writer committed.
+"""Resumption pieces of the SAC generator: its replay buffer, reading back the episodes a dataset
+writer committed, and the generation's checkpoints (learner + ``state.json`` counters).
 
 `ReplayBuffer` holds every transition collected so far as preallocated torch tensors on the
 training device (capacity = the generation's frame budget: nothing is ever evicted, so the buffer
@@ -10,14 +11,21 @@ its buffer from disk instead of keeping a second copy of it.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from cvl_data import DatasetError, DatasetSpec, TransitionBatch, open_dataset
 from cvl_data.layout import HEADER_BYTES, PROGRESS_FILE, field_layouts, partial_path
+
+STATE_FILE = "state.json"
+"""The generation's counters in its checkpoint folder."""
+STATE_FORMAT = "cvl-sac-generation"
 
 
 class ReplayBuffer:
@@ -183,3 +191,41 @@ def committed_episodes(path: str | Path) -> CommittedEpisodes | None:
         arrays["truncated"],
         arrays["episode_offsets"],
     )
+
+
+def default_checkpoint_dir(path: str | Path) -> Path:
+    """Where `generate_sac` keeps its checkpoints by default: ``<path>.sac/`` beside the data."""
+    path = Path(path)
+    return path.with_name(path.name + ".sac")
+
+
+def final_sac_dir(checkpoint_dir: str | Path) -> Path:
+    """The learner checkpoint named by a generation's ``state.json`` (the last one saved)."""
+    state = read_state(Path(checkpoint_dir))
+    if state is None:
+        raise FileNotFoundError(f"{checkpoint_dir}: no {STATE_FILE}; not a SAC generation")
+    return Path(checkpoint_dir) / state["learner"]
+
+
+def read_state(checkpoint_dir: Path) -> dict[str, Any] | None:
+    """A generation's counters (``state.json``), or None before its first checkpoint."""
+    file = checkpoint_dir / STATE_FILE
+    return json.loads(file.read_text(encoding="utf-8")) if file.exists() else None
+
+
+def write_state(checkpoint_dir: Path, state: dict[str, Any]) -> None:
+    """Replace ``state.json`` atomically (write a temporary file, then rename it)."""
+    tmp = checkpoint_dir / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, checkpoint_dir / STATE_FILE)
+
+
+def save_checkpoint(checkpoint_dir: Path, learner, counters: dict[str, Any]) -> str:
+    """Save the learner under a fresh name, then name it in ``state.json``, then prune."""
+    name = f"learner-{counters['episodes']:07d}"
+    learner.save(checkpoint_dir / name)
+    write_state(checkpoint_dir, {**counters, "learner": name})
+    for old in checkpoint_dir.glob("learner-*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    return name
