@@ -296,6 +296,17 @@ def mountain_car_q_analysis(
     return MountainCarAnalysis(png, json_path, rho_states, rho_pairs, cvl_grid, sac_grid)
 
 
+def mountain_car_sac_config(**overrides):
+    """`SACDataConfig` of the Mountain Car dataset: the paper's SAC protocol with 10k warm-up
+    frames of random actions held for 25 steps (i.i.d. random actions never reach the goal, so
+    SAC would never see the goal reward; see `SACDataConfig.warmup_action_repeat`)."""
+    from cvl_eval.envs import MOUNTAIN_CAR
+    from cvl_eval.sac_generate import SACDataConfig
+
+    kw = {"warmup_frames": 10_000, "warmup_action_repeat": 25, **overrides}
+    return SACDataConfig(MOUNTAIN_CAR, **kw)
+
+
 def mountain_car_cvl_overrides() -> dict[str, float]:
     """Config overrides of CVL on Mountain Car (paper table 2): no behaviour cloning."""
     return {"lambda_bc": 0.0}

@@ -17,9 +17,10 @@ from cvl_eval.mountain_car import (
     minmax,
     mountain_car_cvl_overrides,
     mountain_car_q_analysis,
+    mountain_car_sac_config,
     symlog,
 )
-from cvl_eval.sac_generate import SACDataConfig, generate_sac
+from cvl_eval.sac_generate import generate_sac
 
 SMALL = HeatmapConfig(resolution=12, max_states=150, overlay=50)
 TINY_CVL = {"hidden": (16, 16), "latent_dim": 8, "num_rff_features": 64, "batch_size": 32}
@@ -29,8 +30,7 @@ TINY_CVL = {"hidden": (16, 16), "latent_dim": 8, "num_rff_features": 64, "batch_
 def generation(tmp_path_factory):
     """SAC on MountainCarContinuous-v0: 3 episodes of 60 steps, tiny networks."""
     path = tmp_path_factory.mktemp("mc") / "mc"
-    config = SACDataConfig(
-        MOUNTAIN_CAR,
+    config = mountain_car_sac_config(
         frames=180,
         warmup_frames=40,
         sac=SACConfig(hidden=(16, 16), batch_size=32),
@@ -58,6 +58,10 @@ def test_mountain_car_generation(generation):
     pos, vel = data.observations[:, 0], data.observations[:, 1]
     assert pos.min() >= -1.2 and pos.max() <= 0.6 and np.abs(vel).max() <= 0.07
     assert np.all(data.rewards <= 0)  # the goal is not reached in 60 steps: action costs only
+    # warm-up random actions are held for 25 steps (temporally correlated exploration)
+    assert data.spec.provenance["config"]["warmup_action_repeat"] == 25
+    assert np.all(data.actions[:25] == data.actions[0]) and data.actions[25] != data.actions[0]
+    assert data.actions[40:60].std() > 0  # then SAC acts
     assert load_learner(report.sac_dir).obs_shape == (2,)
 
 
