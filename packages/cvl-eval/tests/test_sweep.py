@@ -1,0 +1,118 @@
+"""Sweeps: the grid, validation before any process starts, interruption and restart."""
+
+import dataclasses
+import json
+import multiprocessing
+import os
+import time
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import pytest
+
+from cvl_eval.generate import ScriptedConfig, generate_scripted
+from cvl_eval.runs import RESULTS_FILE
+from cvl_eval.sweep import SweepConfig, expand, sweep
+from cvl_eval.train_setup import ConfigError
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    for task in ("reach", "reach-wall"):
+        config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
+        generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
+    return root
+
+
+def _config(data_root, out, **kw):
+    base = dict(
+        data_root=str(data_root),
+        out_dir=str(out),
+        algorithms=("bc", "cvl"),
+        tasks=("reach",),
+        seeds=(0, 1),
+        workers=1,
+        steps=6,
+        hidden=(16, 16),
+        batch_size=8,
+        overrides=("cvl:latent_dim=8", "cvl:num_rff_features=16", "cvl:num_action_samples=2"),
+        log_every=2,
+        eval_every=0,
+        eval_episodes=1,
+        eval_max_steps=5,
+        checkpoint_every=2,
+        tensorboard=False,
+    )
+    base.update(kw)
+    return SweepConfig(**base)
+
+
+def test_grid_folders_overrides_and_related_task_data(data_root, tmp_path):
+    config = _config(
+        data_root, tmp_path, algorithms=("bc", "cvl_pretrained", "cql_uds"), tasks=("reach-v3",)
+    )
+    runs = expand(config)
+    assert [(r.label, r.task, r.seed) for r in runs] == [
+        (a, "reach-v3", s) for a in ("bc", "cvl_pretrained", "cql_uds") for s in (0, 1)
+    ]
+    by_label = {r.label: r.config for r in runs}
+    assert by_label["bc"].out_dir == str(tmp_path / "bc" / "reach-v3" / "seed_1")
+    assert by_label["bc"].overrides == () and by_label["bc"].pretrain_datasets == ()
+    pretrained = by_label["cvl_pretrained"]
+    assert pretrained.algorithm == "cvl" and pretrained.label == "cvl_pretrained"
+    assert pretrained.overrides == ("latent_dim=8", "num_rff_features=16", "num_action_samples=2")
+    assert pretrained.pretrain_datasets == (str(data_root / "reach-wall-v3"),)  # same domain
+    assert by_label["cql_uds"].pretrain_datasets == (str(data_root / "reach-wall-v3"),)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"algorithms": ("bc", "cvll")}, "unknown algorithm 'cvll'"),
+        ({"tasks": ("reach", "raech")}, "unknown environment 'raech'"),
+        ({"tasks": ("drawer-open",)}, "no dataset at"),
+        ({"overrides": ("latent_dim=8",)}, "bc: unknown learner config field(s) ['latent_dim']"),
+        ({"workers": 0}, "workers and threads_per_run must be >= 1"),
+    ],
+)
+def test_bad_sweeps_fail_before_any_process_starts(data_root, tmp_path, changes, message):
+    out = tmp_path / "sweep"
+    with pytest.raises(ConfigError) as error:
+        sweep(_config(data_root, out, **changes), progress=False)
+    assert message in str(error.value)
+    assert not out.exists()
+
+
+def test_interrupted_sweep_restarted_skips_finished_runs_and_completes_the_rest(
+    data_root, tmp_path
+):
+    out = tmp_path / "sweep"
+    config = _config(data_root, out, algorithms=("bc",), seeds=(0, 1, 2))
+    results = [out / "bc" / "reach-v3" / f"seed_{s}" / RESULTS_FILE for s in (0, 1, 2)]
+
+    # A sweep in its own process, one run at a time, stopped once its first run has finished.
+    process = multiprocessing.get_context("spawn").Process(target=sweep, args=(config, False))
+    process.start()
+    deadline = time.monotonic() + 300
+    while not results[0].exists() and process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.terminate()  # SIGTERM: the sweep stops its running child, which checkpoints
+    process.join(120)
+    assert results[0].exists()
+    done_before = {p: p.stat().st_mtime_ns for p in results if p.exists()}
+    assert len(done_before) < len(results)
+
+    record = sweep(dataclasses.replace(config, workers=2), progress=False)
+    assert sorted(record["skipped_finished"]) == sorted(str(p.parent) for p in done_before)
+    assert len(record["completed"]) == len(results) - len(done_before) and not record["failed"]
+    assert all(p.exists() for p in results)
+    assert {p: p.stat().st_mtime_ns for p in done_before} == done_before  # not run again
+
+    index = json.loads((out / "index.json").read_text())
+    assert index["num_runs"] == 3
+    assert [(r["algorithm"], r["seed"]) for r in index["runs"]] == [("bc", 0), ("bc", 1), ("bc", 2)]
+    assert all(r["steps"] == 6 and r["return"] is not None for r in index["runs"])
+    csv_lines = (out / "index.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("run,algorithm,task,seed") and len(csv_lines) == 4
+    assert (out / "bc" / "reach-v3" / "seed_1" / "train.log").read_text()
