@@ -1,0 +1,132 @@
+"""Reports from real (tiny) run folders: tables, learning curves, rliable figures."""
+
+import csv
+import json
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np
+import pytest
+
+from cvl_eval.experts import normalized_score
+from cvl_eval.generate import ScriptedConfig, generate_scripted
+from cvl_eval.report import ReportConfig, report
+from cvl_eval.train_setup import ConfigError
+from cvl_eval.training import TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    config = ScriptedConfig("reach", num_episodes=2, noise_sigma=0.3, max_steps=20)
+    generate_scripted(root / "data" / "reach-v3", config, progress=False, durable=False)
+    for algorithm in ("bc", "cvl"):
+        for seed in (0, 1):
+            overrides = ("latent_dim=8", "num_rff_features=16") if algorithm == "cvl" else ()
+            train(
+                TrainConfig(
+                    dataset=str(root / "data" / "reach-v3"),
+                    out_dir=str(root / "runs" / algorithm / f"seed_{seed}"),
+                    algorithm=algorithm,
+                    seed=seed,
+                    steps=4,
+                    hidden=(16, 16),
+                    batch_size=8,
+                    overrides=overrides,
+                    log_every=2,
+                    eval_every=2,
+                    eval_episodes=3,
+                    eval_max_steps=8,
+                    checkpoint_every=0,
+                    progress=False,
+                    tensorboard=False,
+                )
+            )
+    return root
+
+
+def test_report_writes_tables_curves_and_rliable_figures(runs_root, tmp_path):
+    out = tmp_path / "report"
+    summary = report(
+        ReportConfig(runs=(str(runs_root / "runs"),), out_dir=str(out), bootstrap_reps=50)
+    )
+    for name in (
+        "table.md",
+        "table.csv",
+        "success.md",
+        "success.csv",
+        "learning_curves.png",
+        "learning_curves.json",
+        "report.json",
+        "report.md",
+        "rliable/rliable.json",
+        "rliable/aggregates.png",
+        "rliable/profiles.png",
+        "rliable/improvement.png",  # two algorithms: probability of improvement
+        "rliable/efficiency.png",  # all runs evaluated at steps 2 and 4
+    ):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert summary["algorithms"] == ["bc", "cvl"] and summary["num_runs"] == 4
+    assert summary["rliable"] == {
+        "tasks": ["reach-v3"],
+        "normalized": True,
+        "runs_are": "seeds",
+        "runs_per_task": {"bc": 2, "cvl": 2},
+    }
+    # the table holds the mean over seeds of each run's final return, the best in bold
+    finals = {
+        a: [
+            json.loads((runs_root / "runs" / a / f"seed_{s}" / "results.json").read_text())
+            for s in (0, 1)
+        ]
+        for a in ("bc", "cvl")
+    }
+    rows = list(csv.DictReader((out / "table.csv").open()))
+    assert len(rows) == 1 and rows[0]["task"] == "reach"
+    for a in ("bc", "cvl"):
+        expected = np.mean([r["final_eval"]["mean_return"] for r in finals[a]])
+        assert float(rows[0][f"{a}_mean"]) == pytest.approx(expected, abs=1e-4)
+    assert rows[0]["best"] in ("bc", "cvl", "bc;cvl")
+    assert "**" in (out / "table.md").read_text()
+    numbers = json.loads((out / "rliable" / "rliable.json").read_text())
+    expected_mean = np.mean(
+        [normalized_score("reach", r["final_eval"]["mean_return"]) for r in finals["cvl"]]
+    )
+    assert numbers["aggregates"]["cvl"]["Mean"]["point"] == pytest.approx(expected_mean)
+    assert list(numbers["probability_of_improvement"]) == ["bc,cvl"]
+    assert numbers["sample_efficiency"]["bc"]["steps"] == [2.0, 4.0]
+
+
+def test_episodes_as_runs_and_algorithm_selection(runs_root, tmp_path):
+    out = tmp_path / "one"
+    summary = report(
+        ReportConfig(
+            runs=(str(runs_root / "runs" / "cvl" / "seed_0"),),
+            out_dir=str(out),
+            episodes_as_runs=True,
+            bootstrap_reps=50,
+        )
+    )
+    assert summary["rliable"]["runs_per_task"] == {"cvl": 3}  # 3 evaluation episodes
+    assert not (out / "rliable" / "improvement.png").exists()  # one algorithm only
+    assert (out / "rliable" / "aggregates.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "runs, algorithms, message",
+    [
+        ("empty", None, "no finished runs"),
+        ("missing", None, "no such run folder"),
+        ("runs", ("bc", "cql"), "no finished runs of ['cql']"),
+    ],
+)
+def test_bad_report_requests_fail_clearly(runs_root, tmp_path, runs, algorithms, message):
+    (tmp_path / "empty").mkdir()
+    where = {"empty": tmp_path / "empty", "missing": tmp_path / "nope", "runs": runs_root / "runs"}
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        report(
+            ReportConfig(
+                runs=(str(where[runs]),), out_dir=str(tmp_path / "out"), algorithms=algorithms
+            )
+        )
