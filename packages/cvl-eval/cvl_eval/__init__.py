@@ -11,7 +11,23 @@ Names are exported lazily (``from cvl_eval import make_env`` imports only what i
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # never executed; lets Pants' dependency inference see the lazy modules
+    from cvl_eval import (  # noqa: F401
+        collect,
+        curves,
+        envs,
+        experts,
+        generate,
+        metric_plots,
+        metrics,
+        mountain_car,
+        pixels,
+        rollout,
+        sac_generate,
+        tables,
+    )
 
 __version__ = "0.1.0"
 
@@ -43,6 +59,15 @@ _EXPORTS = {
     "ScriptedConfig": "cvl_eval.generate",
     "generate_scripted": "cvl_eval.generate",
     "GenerationReport": "cvl_eval.generate",
+    "SACDataConfig": "cvl_eval.sac_generate",
+    "SACGenerationReport": "cvl_eval.sac_generate",
+    "generate_sac": "cvl_eval.sac_generate",
+    # Mountain Car analysis
+    "HeatmapConfig": "cvl_eval.mountain_car",
+    "mountain_car_q_analysis": "cvl_eval.mountain_car",
+    "analyze_mountain_car": "cvl_eval.mountain_car",
+    "mountain_car_sac_config": "cvl_eval.mountain_car",
+    "mountain_car_cvl_overrides": "cvl_eval.mountain_car",
     # metrics, plots, tables
     "BootstrapConfig": "cvl_eval.metrics",
     "aggregate_scores": "cvl_eval.metrics",
@@ -67,6 +92,9 @@ __all__ = [
     "Episode",
     "EvalResult",
     "GenerationReport",
+    "HeatmapConfig",
+    "SACDataConfig",
+    "SACGenerationReport",
     "OffscreenRenderer",
     "PixelObservation",
     "RenderConfig",
@@ -75,16 +103,21 @@ __all__ = [
     "TableFormat",
     "__version__",
     "aggregate_scores",
+    "analyze_mountain_car",
     "canonical_name",
     "dataset_spec",
     "evaluate_policy",
     "evaluation_seeds",
     "expert_return",
     "final_returns",
+    "generate_sac",
     "generate_scripted",
     "is_metaworld",
     "load_expert_table",
     "make_env",
+    "mountain_car_cvl_overrides",
+    "mountain_car_q_analysis",
+    "mountain_car_sac_config",
     "normalized_score",
     "performance_profiles",
     "plot_learning_curves",
