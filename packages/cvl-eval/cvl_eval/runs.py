@@ -286,3 +286,38 @@ def write_index(
     writer.writerows(rows)
     write_text_atomic(paths["csv"], buffer.getvalue())
     return paths
+
+
+def write_policy_run(
+    path: str | Path,
+    label: str,
+    task: str,
+    result: Any,
+    seed: int = 0,
+    description: str = "",
+) -> Path:
+    """A finished run folder for a policy that was evaluated but not trained (e.g. a random
+    baseline): ``config.json`` and ``results.json`` in the schema of trained runs (no curve,
+    no checkpoint), so reports and indexes treat it like any other run.
+
+    Args:
+        result: the policy's `cvl_eval.rollout.EvalResult`.
+    """
+    run = RunFolder(path)
+    run.path.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(run.config, {"label": label, "task": task, "description": description})
+    document = result.to_dict()
+    results = {
+        "run_name": run.path.name,
+        "label": label,
+        "algorithm": label,
+        "task": task,
+        "seed": seed,
+        "steps": 0,
+        "pretrain_steps": 0,
+        "description": description,
+        "final_eval": {**document["summary"], **document},
+        "curve": [],
+    }
+    write_json_atomic(run.results, results)
+    return run.path

@@ -257,7 +257,7 @@ def _resolve_device(device: str) -> str:
     return device
 
 
-def _learner_overrides(config: TrainConfig) -> dict[str, Any]:
+def learner_overrides(config: TrainConfig) -> dict[str, Any]:
     from cvl_algos import learner_class
 
     overrides = parse_overrides(config.overrides)
@@ -352,7 +352,7 @@ def validate(config: TrainConfig) -> Plan:
                 f"{other.action_shape}, the target {spec.obs_shape} / {spec.action_shape}"
             )
         pretrain_specs.append(other)
-    overrides = _learner_overrides(config)
+    overrides = learner_overrides(config)
     device = _resolve_device(config.device)
     pixels = spec.obs_kind == "pixels"
     if pixels and not is_metaworld(task):
