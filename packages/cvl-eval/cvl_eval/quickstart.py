@@ -53,12 +53,14 @@ class QuickstartConfig:
     """Std of the Gaussian noise added to the expert's actions."""
     epsilon: float = 0.1
     """Probability of a uniform-random action instead of the expert's."""
-    steps: int = 4000
+    steps: int = 8000
     """Gradient steps of CVL and of BC."""
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden widths of every network."""
-    batch_size: int = 512
-    """Batch size of CVL and BC."""
+    hidden: tuple[int, ...] = (128, 128)
+    """Hidden widths of every network (paper: 256 x 256)."""
+    batch_size: int = 256
+    """Batch size of CVL and BC (paper: 512; CVL 500)."""
+    lr: float = 1e-3
+    """Adam learning rate of CVL and BC (paper: 3e-4)."""
     cvl_overrides: tuple[str, ...] = QUICKSTART_CVL_OVERRIDES
     """CVL config overrides (``key=value``); see `QUICKSTART_CVL_OVERRIDES`."""
     eval_every: int = 1000
@@ -101,7 +103,7 @@ def _train_config(config: QuickstartConfig, task: str, algorithm: str, root: Pat
         steps=config.steps,
         hidden=config.hidden,
         batch_size=config.batch_size,
-        overrides=config.cvl_overrides if algorithm == "cvl" else (),
+        overrides=(f"lr={config.lr}", *(config.cvl_overrides if algorithm == "cvl" else ())),
         log_every=100,
         eval_every=config.eval_every,
         eval_episodes=config.eval_episodes,

@@ -91,13 +91,17 @@ def _normalizer(task: str):
     return None
 
 
-def _grouped(runs: list[RunRecord], key: str) -> dict[str, dict[str, list[float]]]:
-    """``{label: {task: [final <key> of each seed, in seed order]}}``."""
-    out: dict[str, dict[str, list[tuple[int, float]]]] = {}
+def _grouped(
+    runs: list[RunRecord], key: str, episodes: str | None = None
+) -> dict[str, dict[str, list[float]]]:
+    """``{label: {task: [final <key> of each seed, in seed order]}}``; with ``episodes`` (a
+    per-episode field of the final evaluation) the values of every episode of every seed."""
+    out: dict[str, dict[str, list[tuple[int, list[float]]]]] = {}
     for run in runs:
-        out.setdefault(run.label, {}).setdefault(run.task, []).append((run.seed, run.final[key]))
+        values = [float(v) for v in run.final[episodes]] if episodes else [run.final[key]]
+        out.setdefault(run.label, {}).setdefault(run.task, []).append((run.seed, values))
     return {
-        label: {task: [v for _, v in sorted(pairs)] for task, pairs in tasks.items()}
+        label: {task: [v for _, vs in sorted(pairs) for v in vs] for task, pairs in tasks.items()}
         for label, tasks in out.items()
     }
 
@@ -199,8 +203,9 @@ def report(config: ReportConfig) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
 
-    returns = _grouped(runs, "mean_return")
-    successes = _grouped(runs, "success_rate")
+    per_episode = config.episodes_as_runs
+    returns = _grouped(runs, "mean_return", "returns" if per_episode else None)
+    successes = _grouped(runs, "success_rate", "successes" if per_episode else None)
     tables = write_tables(returns, out / "table", algorithms=algorithms)
     files.update({"table_md": str(tables["markdown"]), "table_csv": str(tables["csv"])})
     success = write_tables(successes, out / "success", algorithms=algorithms, fmt=_success_format())
@@ -235,6 +240,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
         },
         "final_return": returns,
         "final_success": successes,
+        "values_are": "per evaluation episode" if per_episode else "per seed",
         "files": files,
     }
     write_json_atomic(out / "report.json", summary)
@@ -257,7 +263,8 @@ def _markdown(title: str, summary: dict[str, Any], out: Path) -> str:
         f"{summary['num_runs']} runs, algorithms {', '.join(summary['algorithms'])}; "
         f"tasks {', '.join(t.removesuffix('-v3') for t in summary['tasks'])}."
     )
-    lines += ["", "## Final return (mean ± std over seeds)", ""]
+    over = "evaluation episodes" if rl["runs_are"] == "evaluation episodes" else "seeds"
+    lines += ["", f"## Final return (mean ± std over {over})", ""]
     lines.append((out / "table.md").read_text())
     lines += ["## Success rate", "", (out / "success.md").read_text()]
     score = "expert-normalised score" if rl["normalized"] else "raw return"

@@ -1,0 +1,70 @@
+"""The sweep and paper-experiment entry points end to end at a tiny budget."""
+
+import json
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import torch
+
+from experiments import generate, paper, sweep
+
+torch.set_num_threads(1)
+
+
+def test_sweep_cli_runs_the_grid_and_writes_the_index(tmp_path, capsys):
+    data = tmp_path / "data"
+    argv = ["--tasks", "reach", "--out-dir", str(data), "--episodes", "1", "--max-steps", "10"]
+    assert generate.main([*argv, "--no-progress"]) == 0
+    argv = [
+        "--data-root", str(data), "--out-dir", str(tmp_path / "sweep"), "--algorithms", "bc",
+        "--tasks", "reach", "--seeds", "0", "1", "--workers", "2", "--steps", "2",
+        "--hidden", "8", "8", "--batch-size", "4", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--no-tensorboard",
+    ]  # fmt: skip
+    assert sweep.main(argv) == 0
+    assert "2 runs: 0 already finished, 2 completed" in capsys.readouterr().out
+    index = json.loads((tmp_path / "sweep" / "index.json").read_text())
+    assert [r["seed"] for r in index["runs"]] == [0, 1]
+    assert sweep.main(argv) == 0  # everything finished: skipped
+    assert "2 runs: 2 already finished, 0 completed" in capsys.readouterr().out
+    assert sweep.main([*argv[:-1], "--algorithms", "bcc"]) == 2
+    assert "unknown algorithm 'bcc'" in capsys.readouterr().err
+
+
+def test_paper_preset_runs_data_sweep_and_report(tmp_path):
+    argv = [
+        "rff-ablation", "--out-dir", str(tmp_path), "--tasks", "reach", "--seeds", "0",
+        "--steps", "2", "--episodes", "1", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
+        "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
+        "--bootstrap-reps", "20", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    record = json.loads((tmp_path / "experiment.json").read_text())
+    assert record["experiment"] == "rff_ablation" and record["budget"]["tasks"] == ["reach-v3"]
+    assert sorted(os.listdir(tmp_path / "runs")) == [
+        "cvl",
+        "cvl_mc",
+        "index.csv",
+        "index.json",
+        "sweep.json",
+    ]
+    for name in ("table.md", "rliable/aggregates.png", "rliable/improvement.png"):
+        assert (tmp_path / "report" / name).is_file(), name
+
+
+def test_paper_presets_resolve_to_the_documented_budgets():
+    from cvl_eval.paper import PaperConfig, resolve
+
+    states = resolve(PaperConfig(experiment="metaworld_states", full=True))
+    assert len(states["budget"].tasks) == 50 and states["budget"].seeds == (0, 1, 2, 3, 4)
+    assert states["budget"].data_kind == "sac" and states["budget"].frames == 500_000
+    pre = resolve(PaperConfig(experiment="pretraining", full=True))
+    assert len(pre["budget"].tasks) == 10
+    assert "drawer-close-v3" in pre["data_tasks"]  # related tasks' data is generated too
+    pixels = resolve(PaperConfig(experiment="metaworld_pixels"))
+    assert pixels["preset"].pixels and pixels["budget"].tasks == (
+        "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",
+    )  # fmt: skip

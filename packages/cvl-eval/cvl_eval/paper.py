@@ -1,0 +1,328 @@
+"""The paper's experiments as named presets: data generation -> sweep -> report (-> heatmaps).
+
+`run_paper_experiment(PaperConfig(experiment=...))` runs one of `PRESETS` in ``out_dir``:
+``data/`` (`cvl_eval.generation`), ``runs/`` (`cvl_eval.sweep`), ``report/``
+(`cvl_eval.report`) and, for Mountain Car, ``mountain_car/`` (`cvl_eval.mountain_car`). Every
+stage resumes, so an interrupted experiment is continued by running the same command again.
+
+Each preset has a default budget (a subset that runs on a workstation CPU) and the paper's
+budget behind ``full=True``; any field of `PaperConfig` set explicitly overrides the preset.
+Learner hyperparameters are the paper's (`cvl_algos` configs) unless ``overrides`` says
+otherwise. The paper does not state its number of gradient steps; ``full`` uses 100k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cvl_eval.train_setup import ConfigError
+
+PRETRAINING_TASKS: tuple[str, ...] = (
+    "drawer-open",
+    "door-open",
+    "window-open",
+    "faucet-open",
+    "button-press",
+    "handle-press",
+    "plate-slide",
+    "coffee-push",
+    "push",
+    "reach",
+)
+"""The 10 tasks of the pretraining experiment (each has related tasks in its domain)."""
+
+STATE_SUBSET: tuple[str, ...] = (
+    "button-press",
+    "door-close",
+    "drawer-open",
+    "reach",
+    "window-open",
+)
+"""Default (subset) tasks of the Meta-World states experiment."""
+
+PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
+"""The paper's four image-based tasks (table 4)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Tasks, seeds, data and steps of one budget of a preset."""
+
+    tasks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    data_kind: Literal["scripted", "sac"]
+    episodes: int = 100
+    frames: int = 500_000
+    steps: int = 100_000
+    eval_every: int = 10_000
+    pretrain_steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One paper experiment."""
+
+    description: str
+    algorithms: tuple[str, ...]
+    default: Budget
+    full: Budget
+    pixels: bool = False
+    related_data: bool = False
+    overrides: tuple[str, ...] = ()
+    mountain_car: bool = False
+
+
+def _all_tasks() -> tuple[str, ...]:
+    from cvl_eval.envs import TASK_NAMES
+
+    return tuple(t.removesuffix("-v3") for t in TASK_NAMES)
+
+
+SEEDS5 = (0, 1, 2, 3, 4)
+
+PRESETS: dict[str, Preset] = {
+    "metaworld_states": Preset(
+        "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
+        "performance profile (paper fig. 2, table 3).",
+        ("bc", "cql", "cql_uds", "cvl"),
+        default=Budget(
+            STATE_SUBSET, (0, 1, 2), "scripted", episodes=50, steps=10_000, eval_every=2_000
+        ),
+        full=Budget(("__all__",), SEEDS5, "sac"),
+    ),
+    "metaworld_pixels": Preset(
+        "Meta-World from pixels (84x84, IMPALA encoder): BC, CQL, CVL on door-close, door-open, "
+        "drawer-close, drawer-open (paper table 4).",
+        ("bc", "cql", "cvl"),
+        default=Budget(PIXEL_TASKS, (0,), "scripted", episodes=20, steps=5_000, eval_every=1_000),
+        full=Budget(PIXEL_TASKS, SEEDS5, "sac"),
+        pixels=True,
+    ),
+    "pretraining": Preset(
+        "CVL pretrained on its domain's reward-free data vs tabula rasa: learning curves "
+        "(paper fig. 4, sec. 5.2).",
+        ("cvl", "cvl_pretrained"),
+        default=Budget(
+            PRETRAINING_TASKS[:3],
+            (0, 1),
+            "scripted",
+            episodes=50,
+            steps=10_000,
+            eval_every=1_000,
+            pretrain_steps=5_000,
+        ),
+        full=Budget(PRETRAINING_TASKS, SEEDS5, "sac", eval_every=5_000, pretrain_steps=50_000),
+        related_data=True,
+    ),
+    "rff_ablation": Preset(
+        "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
+        ("cvl", "cvl_mc"),
+        default=Budget(
+            ("drawer-open", "door-close", "reach"),
+            (0, 1, 2),
+            "scripted",
+            episodes=50,
+            steps=10_000,
+            eval_every=2_000,
+        ),
+        full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
+    ),
+    "mountain_car": Preset(
+        "Mountain Car: CVL (lambda_BC = 0) on SAC's replay buffer; normalised log Q_NCE vs SAC's Q "
+        "heatmaps and their Spearman correlation (paper fig. 5).",
+        ("cvl",),
+        default=Budget(
+            ("MountainCarContinuous-v0",),
+            (0,),
+            "sac",
+            frames=50_000,
+            steps=10_000,
+            eval_every=2_000,
+        ),
+        full=Budget(("MountainCarContinuous-v0",), (0,), "sac", frames=500_000),
+        overrides=("cvl:lambda_bc=0.0",),
+        mountain_car=True,
+    ),
+}
+"""The paper's experiments by name."""
+
+
+@dataclass(frozen=True)
+class PaperConfig:
+    """One paper experiment; None fields take the preset's value (``full`` picks its budget)."""
+
+    experiment: Literal[
+        "metaworld_states", "metaworld_pixels", "pretraining", "rff_ablation", "mountain_car"
+    ] = "metaworld_states"
+    """Which experiment (`PRESETS`)."""
+    out_dir: str | None = None
+    """Experiment folder; default ``experiments_out/<experiment>``."""
+    full: bool = False
+    """The paper's budget (all tasks / 5 seeds / SAC 500k-frame datasets / 100k steps)."""
+    tasks: tuple[str, ...] | None = None
+    """Override the preset's tasks."""
+    seeds: tuple[int, ...] | None = None
+    """Override the preset's seeds."""
+    steps: int | None = None
+    """Override the gradient steps per run."""
+    data_kind: Literal["scripted", "sac"] | None = None
+    """Override the dataset kind (scripted noisy expert or SAC replay)."""
+    episodes: int | None = None
+    """Override the scripted episodes per task."""
+    frames: int | None = None
+    """Override the SAC frames per task."""
+    eval_every: int | None = None
+    """Override the evaluation interval."""
+    eval_episodes: int = 10
+    """Episodes per evaluation."""
+    eval_max_steps: int | None = None
+    """Optional evaluation episode step limit (tests)."""
+    pretrain_steps: int | None = None
+    """Override the pretraining updates."""
+    hidden: tuple[int, ...] | None = None
+    """Hidden widths (None: the paper's 256 x 256)."""
+    batch_size: int | None = None
+    """Batch size (None: the learners' own, the paper's)."""
+    overrides: tuple[str, ...] = ()
+    """Extra learner overrides (``key=value`` or ``algo:key=value``)."""
+    workers: int = 2
+    """Runs in parallel."""
+    threads_per_run: int = 1
+    """torch threads per run."""
+    device: str = "cpu"
+    """Training device (``cuda`` for a GPU)."""
+    bootstrap_reps: int = 2000
+    """Bootstrap replications of the rliable intervals."""
+    progress: bool = True
+    """Progress bars."""
+
+
+def resolve(config: PaperConfig) -> dict[str, Any]:
+    """The preset with the budget and explicit overrides applied (what will run)."""
+    if config.experiment not in PRESETS:
+        raise ConfigError(f"unknown experiment {config.experiment!r}; choose from {list(PRESETS)}")
+    preset = PRESETS[config.experiment]
+    budget = preset.full if config.full else preset.default
+    changes = {
+        k: getattr(config, k)
+        for k in ("tasks", "seeds", "steps", "data_kind", "episodes", "frames", "eval_every")
+        if getattr(config, k) is not None
+    }
+    if config.pretrain_steps is not None:
+        changes["pretrain_steps"] = config.pretrain_steps
+    budget = dataclasses.replace(budget, **changes)
+    if budget.tasks == ("__all__",):
+        budget = dataclasses.replace(budget, tasks=_all_tasks())
+    from cvl_eval.envs import canonical_name
+
+    try:
+        tasks = tuple(canonical_name(t) for t in budget.tasks)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    data_tasks = list(tasks)
+    if preset.related_data:
+        from cvl_data import related_tasks
+        from cvl_eval.envs import TASK_NAMES
+
+        for task in tasks:
+            data_tasks += [t for t in related_tasks(task, TASK_NAMES) if t not in data_tasks]
+    out = Path(config.out_dir or f"experiments_out/{config.experiment}")
+    return {
+        "preset": preset,
+        "budget": dataclasses.replace(budget, tasks=tasks),
+        "data_tasks": tuple(data_tasks),
+        "out": out,
+    }
+
+
+def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
+    """Generate the data, run the sweep, write the report (and the Mountain Car heatmaps)."""
+    from cvl_eval.generation import GenerateConfig, generate_datasets
+    from cvl_eval.report import ReportConfig, report
+    from cvl_eval.sweep import SweepConfig, expand, sweep
+
+    plan = resolve(config)
+    preset, budget, out = plan["preset"], plan["budget"], plan["out"]
+    sweep_config = SweepConfig(
+        data_root=str(out / "data" / ("pixels" if preset.pixels else "")),
+        out_dir=str(out / "runs"),
+        algorithms=preset.algorithms,
+        tasks=budget.tasks,
+        seeds=budget.seeds,
+        workers=config.workers,
+        threads_per_run=config.threads_per_run,
+        steps=budget.steps,
+        pretrain_steps=budget.pretrain_steps,
+        hidden=config.hidden,
+        batch_size=config.batch_size,
+        overrides=(*preset.overrides, *config.overrides),
+        observations="pixels" if preset.pixels else "state",
+        device=config.device,
+        eval_every=budget.eval_every,
+        eval_episodes=config.eval_episodes,
+        eval_max_steps=config.eval_max_steps,
+        checkpoint_every=max(budget.eval_every, 1000),
+    )
+    expand(sweep_config)  # names and combinations, before any work
+    generation = generate_datasets(
+        GenerateConfig(
+            tasks=plan["data_tasks"],
+            out_dir=str(out / "data"),
+            kind=budget.data_kind,
+            pixels=preset.pixels,
+            episodes=budget.episodes,
+            frames=budget.frames,
+            device=config.device,
+            progress=config.progress,
+        )
+    )
+    sweep_record = sweep(sweep_config, progress=config.progress)
+    summary = report(
+        ReportConfig(
+            runs=(str(out / "runs"),),
+            out_dir=str(out / "report"),
+            algorithms=preset.algorithms,
+            bootstrap_reps=config.bootstrap_reps,
+            title=preset.description,
+        )
+    )
+    result = {
+        "experiment": config.experiment,
+        "full": config.full,
+        "budget": dataclasses.asdict(budget),
+        "generation": generation,
+        "sweep": sweep_record,
+        "report": summary["files"],
+    }
+    if preset.mountain_car:
+        result["mountain_car"] = _mountain_car(out, generation, budget)
+    from cvl_eval.runs import write_json_atomic
+
+    write_json_atomic(out / "experiment.json", result)
+    return result
+
+
+def _mountain_car(out: Path, generation: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """Heatmaps of every seed's CVL critic against the data-generating SAC."""
+    from cvl_eval.mountain_car import analyze_mountain_car
+
+    task = "MountainCarContinuous-v0"
+    entry = generation[task]
+    results = {}
+    for seed in budget.seeds:
+        analysis = analyze_mountain_car(
+            out / "runs" / "cvl" / task / f"seed_{seed}" / "final",
+            entry["sac_dir"],
+            entry["paths"][0],
+            out / "mountain_car" / f"seed_{seed}",
+        )
+        results[f"seed_{seed}"] = {
+            "png": str(analysis.png),
+            "json": str(analysis.json),
+            "spearman_states": analysis.spearman_states,
+            "spearman_pairs": analysis.spearman_pairs,
+        }
+    return results
