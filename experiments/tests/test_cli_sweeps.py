@@ -68,3 +68,18 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert pixels["preset"].pixels and pixels["budget"].tasks == (
         "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",
     )  # fmt: skip
+
+
+def test_mountain_car_preset_writes_the_heatmaps(tmp_path):
+    argv = [
+        "mountain-car", "--out-dir", str(tmp_path), "--frames", "200", "--steps", "4",
+        "--eval-every", "0", "--eval-episodes", "1", "--eval-max-steps", "5",
+        "--hidden", "8", "8", "--batch-size", "8",
+        "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
+        "--bootstrap-reps", "20", "--workers", "1", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    record = json.loads((tmp_path / "experiment.json").read_text())
+    heatmaps = record["mountain_car"]["seed_0"]
+    assert os.path.isfile(heatmaps["png"]) and -1.0 <= heatmaps["spearman_states"] <= 1.0
+    assert record["generation"]["MountainCarContinuous-v0"]["transitions"] == 200

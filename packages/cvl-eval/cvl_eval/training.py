@@ -382,10 +382,9 @@ def _loop(session: _Session, stop: _StopFlag, callback: Callable | None) -> dict
 
 def _postfix(record: dict, last_eval: dict | None) -> dict[str, str]:
     out = {"phase": record.get("phase", "")}
-    for key in ("critic_loss", "policy_loss", "bc_loss", "actor_loss", "loss"):
-        if key in record:
-            out[key] = f"{record[key]:.3g}"
-            break
+    shown = [k for k in ("critic_loss", "policy_loss", "actor_loss", "bc_loss") if k in record]
+    for key in shown[:2]:
+        out[key] = f"{record[key]:.3g}"
     if last_eval is not None:
         out["eval_ret"] = f"{last_eval['return']:.0f}"
         out["succ"] = f"{last_eval['success']:.2f}"

@@ -235,3 +235,31 @@ def test_existing_run_folders_need_resume_and_the_same_config(data, tmp_path):
         train(_config(data, out, algorithm="bc", overrides=(), steps=2))
     with pytest.raises(ConfigError, match=r"different config \(steps: 2 -> 3\)"):
         train(_config(data, out, algorithm="bc", overrides=(), steps=3, resume=True))
+
+
+def test_pixel_dataset_trains_and_evaluates_from_pixels(tmp_path):
+    config = ScriptedConfig("reach", num_episodes=2, max_steps=8, image_size=32)
+    generate_scripted(
+        tmp_path / "reach", config, pixel_path=tmp_path / "pixels", progress=False, durable=False
+    )
+    for algorithm, overrides in (("bc", ()), ("cvl", CVL_SMALL)):
+        results = train(
+            TrainConfig(
+                dataset=str(tmp_path / "pixels"),
+                out_dir=str(tmp_path / algorithm),
+                algorithm=algorithm,
+                steps=2,
+                hidden=(8, 8),
+                batch_size=4,
+                overrides=overrides,
+                observations="pixels",
+                eval_every=0,
+                eval_episodes=1,
+                eval_max_steps=3,
+                checkpoint_every=0,
+                progress=False,
+                tensorboard=False,
+            )
+        )
+        assert results["obs_kind"] == "pixels" and results["final_eval"]["pixels"] is True
+        assert results["final_eval"]["mean_length"] == 3
