@@ -27,6 +27,8 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +323,60 @@ def write_policy_run(
     }
     write_json_atomic(run.results, results)
     return run.path
+
+
+def versions() -> dict[str, str]:
+    """Versions of our packages and the main libraries (recorded in every run folder)."""
+    out = {}
+    for name in ("cvl-data", "cvl-models", "cvl-algos", "cvl-eval", "torch", "metaworld"):
+        try:
+            out[name] = package_version(name)
+        except PackageNotFoundError:
+            module = __import__(name.replace("-", "_"))
+            out[name] = str(getattr(module, "__version__", "unknown"))
+    return out
+
+
+class MetricsLogger:
+    """Appends metrics/eval records to JSON lines and TensorBoard (tags ``<phase>/<key>``)."""
+
+    def __init__(self, run: RunFolder, tensorboard: bool, purge_step: int | None = None):
+        self.run = run
+        self._metrics = open(run.metrics, "a")  # noqa: SIM115 - closed in close()
+        self._evals = open(run.evals, "a")  # noqa: SIM115
+        self._tb = None
+        if tensorboard:
+            import tensorboard  # noqa: F401 - SummaryWriter needs it; explicit for Pants
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(run.tensorboard), purge_step=purge_step or None)
+
+    def log_metrics(self, record: dict[str, Any], global_step: int, phase: str) -> None:
+        self._metrics.write(json.dumps(record) + "\n")
+        self._metrics.flush()
+        if self._tb is not None:
+            skip = ("phase", "update", "step", "pretrain_step")
+            for key, value in record.items():
+                if key not in skip and isinstance(value, (int, float)):
+                    self._tb.add_scalar(f"{phase}/{key}", value, global_step)
+
+    def log_eval(self, record: dict[str, Any], global_step: int) -> None:
+        self._evals.write(json.dumps(record) + "\n")
+        self._evals.flush()
+        if self._tb is not None:
+            for key in ("return", "success", "length", "normalized"):
+                if record.get(key) is not None:
+                    self._tb.add_scalar(f"eval/{key}", record[key], global_step)
+
+    def flush(self) -> None:
+        self._metrics.flush()
+        self._evals.flush()
+        if self._tb is not None:
+            self._tb.flush()
+
+    def close(self) -> None:
+        self.flush()
+        self._metrics.close()
+        self._evals.close()
+        if self._tb is not None:
+            self._tb.close()

@@ -3,8 +3,7 @@
 `TrainConfig` is the frozen, documented description of one run; `validate` checks it without
 doing any work (it reads only ``meta.json`` files) and returns a `Plan` (everything derived
 from the config and the datasets' specs); `build_sources` opens the datasets and builds the
-relabelled views each algorithm trains on; `MetricsLogger` writes metrics to JSON lines and
-TensorBoard. `cvl_eval.training` runs the loop.
+relabelled views each algorithm trains on; `cvl_eval.training` runs the loop.
 """
 
 from __future__ import annotations
@@ -13,14 +12,12 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from cvl_eval.runs import RunFolder, read_json
+from cvl_eval.runs import RunFolder, read_json, versions
 
 OFFLINE_ALGORITHMS: tuple[str, ...] = ("bc", "cql", "cql_uds", "cvl", "cvl_mc")
 """Algorithms `train` runs (every name of ``cvl_algos.ALGORITHMS`` except the online ``sac``)."""
@@ -186,18 +183,6 @@ class Plan:
             "pretrain_steps": self.pretrain_steps,
             "versions": versions(),
         }
-
-
-def versions() -> dict[str, str]:
-    """Versions of our packages and the main libraries (recorded in every run folder)."""
-    out = {}
-    for name in ("cvl-data", "cvl-models", "cvl-algos", "cvl-eval", "torch", "metaworld"):
-        try:
-            out[name] = package_version(name)
-        except PackageNotFoundError:
-            module = __import__(name.replace("-", "_"))
-            out[name] = str(getattr(module, "__version__", "unknown"))
-    return out
 
 
 def _as_json(config: Any) -> dict[str, Any]:
@@ -447,48 +432,3 @@ def build_sources(plan: Plan, config: TrainConfig) -> dict[str, Any]:
         parts = ([target] if config.pretrain_include_target else []) + shared
         pretrain = concat_datasets([reward_free(p) for p in parts])
     return {"train": target, "pretrain": pretrain}
-
-
-class MetricsLogger:
-    """Appends metrics/eval records to JSON lines and TensorBoard (tags ``<phase>/<key>``)."""
-
-    def __init__(self, run: RunFolder, tensorboard: bool, purge_step: int | None = None):
-        self.run = run
-        self._metrics = open(run.metrics, "a")  # noqa: SIM115 - closed in close()
-        self._evals = open(run.evals, "a")  # noqa: SIM115
-        self._tb = None
-        if tensorboard:
-            import tensorboard  # noqa: F401 - SummaryWriter needs it; explicit for Pants
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._tb = SummaryWriter(str(run.tensorboard), purge_step=purge_step or None)
-
-    def log_metrics(self, record: dict[str, Any], global_step: int, phase: str) -> None:
-        self._metrics.write(json.dumps(record) + "\n")
-        self._metrics.flush()
-        if self._tb is not None:
-            skip = ("phase", "update", "step", "pretrain_step")
-            for key, value in record.items():
-                if key not in skip and isinstance(value, (int, float)):
-                    self._tb.add_scalar(f"{phase}/{key}", value, global_step)
-
-    def log_eval(self, record: dict[str, Any], global_step: int) -> None:
-        self._evals.write(json.dumps(record) + "\n")
-        self._evals.flush()
-        if self._tb is not None:
-            for key in ("return", "success", "length", "normalized"):
-                if record.get(key) is not None:
-                    self._tb.add_scalar(f"eval/{key}", record[key], global_step)
-
-    def flush(self) -> None:
-        self._metrics.flush()
-        self._evals.flush()
-        if self._tb is not None:
-            self._tb.flush()
-
-    def close(self) -> None:
-        self.flush()
-        self._metrics.close()
-        self._evals.close()
-        if self._tb is not None:
-            self._tb.close()

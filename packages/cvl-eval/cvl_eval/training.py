@@ -35,17 +35,21 @@ from typing import Any
 
 import torch
 
-from cvl_eval.runs import TRAINER_STATE_FILE, RunFolder, read_json, write_json_atomic
+from cvl_eval.runs import (
+    TRAINER_STATE_FILE,
+    MetricsLogger,
+    RunFolder,
+    read_json,
+    write_json_atomic,
+)
 from cvl_eval.train_setup import (
     TRAINER_STATE_VERSION,
     ConfigError,
-    MetricsLogger,
     Plan,
     StepInfo,
     TrainConfig,
     TrainingStopped,
     build_sources,
-    check_run_folder,
     validate,
 )
 
@@ -272,7 +276,6 @@ def train(
     run = RunFolder(config.out_dir)
     if config.resume and run.finished:
         return run.read_results()
-    check_run_folder(config, run)
     run.path.mkdir(parents=True, exist_ok=True)
     if not run.config.exists():
         write_json_atomic(run.config, plan.config_record(config))
