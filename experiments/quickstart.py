@@ -3,7 +3,7 @@
 Generates a small noisy-expert dataset (default: drawer-open, 20 episodes), trains CVL and BC
 on it, evaluates both and a random policy on the same episodes, and writes a run folder with
 metrics JSON, learning curves, an rliable interval plot and a per-task table; prints a summary.
-About 3.5 minutes on 2 idle CPU cores (measured: 201 s; use `--threads 1` on a busy machine).
+About 3.5 minutes on a 2-core CPU (measured: 217 s with the default 1 torch thread).
 Flags choose the task, the budget and the output folder, e.g.
 `./pants run experiments:quickstart -- --task reach --steps 2000 --out-dir runs/qs-reach`.
 Running it again in the same folder continues (finished stages are skipped).

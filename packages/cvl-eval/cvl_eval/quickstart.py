@@ -77,9 +77,10 @@ class QuickstartConfig:
     """Optional episode step limit of evaluations (tests); the task's own is 500."""
     seed: int = 0
     """Seeds the dataset, the learners and the random policy."""
-    threads: int = 2
-    """torch CPU threads. On a machine whose other core is busy, 2 threads can be 20-30x slower
-    than 1 (measured 2 vs 52 steps/s for CVL); use 1 there."""
+    threads: int = 1
+    """torch CPU threads. 1 by default: on a quiet 2-core machine 2 threads were only ~8% faster
+    (201 s vs 217 s in total), but when the other core is busy 2 threads were 20-30x slower than 1
+    (measured 2 vs 52 steps/s for CVL)."""
     bootstrap_reps: int = 2000
     """Bootstrap replications of the rliable intervals."""
     progress: bool = True
