@@ -40,27 +40,10 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CQLConfig:
-    """Hyperparameters of CQL(H); tables 1-2 of the paper's appendix where it gives a value."""
+class CQLConfig(sac.SACConfig):
+    """Hyperparameters of CQL(H): SAC's (:class:`~cvl_algos.sac.SACConfig`, paper table 1) plus
+    the regulariser's; tables 1-2 of the paper's appendix where it gives a value."""
 
-    lr: float = 3e-4
-    """Adam learning rate of critic, actor and temperature (table 1)."""
-    batch_size: int = 512
-    """Transitions per update (table 1); read by whoever builds the sampler."""
-    discount: float = 0.99
-    """gamma of the TD target (table 1)."""
-    max_grad_norm: float = 100.0
-    """Global gradient-norm clip of every optimiser step (table 1)."""
-    hidden: tuple[int, ...] = (256, 256)
-    """DenseNet widths of the Q networks and the policy (table 1)."""
-    tau: float = 0.005
-    """Polyak rate of the target Q networks (SAC / reference CQL default)."""
-    init_alpha: float = 1.0
-    """Initial entropy temperature alpha."""
-    auto_alpha: bool = True
-    """Automatic entropy tuning (DESIGN.md sec. 2: CQL uses it)."""
-    target_entropy: float | None = None
-    """Target policy entropy; None means ``-action_dim``."""
     backup_entropy: bool = False
     """Soft backup ``-alpha log pi`` in the TD target; the reference CQL code's default is the
     deterministic backup (False)."""
@@ -75,12 +58,6 @@ class CQLConfig:
     policy_eval_start: int = 40_000
     """Updates during which the actor is trained by BC (+ SAC entropy term) before switching to
     the SAC actor loss (reference CQL default 40k; not in the paper; 0 disables)."""
-    log_std_min: float = -5.0
-    """Lower clamp of the policy's log standard deviation."""
-    log_std_max: float = 2.0
-    """Upper clamp of the policy's log standard deviation."""
-    compile: bool = False
-    """Wrap the loss computations in ``torch.compile``."""
 
 
 def _q_many(critic: nn.Module, obs: torch.Tensor, actions: torch.Tensor):
