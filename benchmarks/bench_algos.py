@@ -16,6 +16,11 @@ Run:
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
         python benchmarks/bench_algos.py [--steps 50] [--devices cpu cuda] [--compile]
 
+Reduced (CPU-budget) sizes of the paper presets' default budgets:
+
+    ... bench_algos.py --hidden 128 128 --batch 256 \
+        --cvl-set num_action_samples=4 num_rff_features=512
+
 Prints one table per device with steps/s and the ratio to BC (the baseline, 1.00).
 """
 
@@ -80,8 +85,16 @@ def bench_one(name: str, device: torch.device, args) -> tuple[float, int]:
     """Steps per second of ``name`` on ``device``, and the batch size it used."""
     registry_name, overrides = ALGOS[name]
     obs_shape = (84, 84, 3) if args.pixels else (39,)
+    sizes = {}
+    if args.hidden:
+        sizes["hidden"] = tuple(args.hidden)
+    if args.batch:
+        sizes["batch_size"] = args.batch
+    extra = {**overrides, **sizes}
+    if name.startswith("cvl"):
+        extra.update(args.cvl_set)
     learner = make_learner(
-        registry_name, obs_shape, 4, device=device, seed=0, compile=args.compile, **overrides
+        registry_name, obs_shape, 4, device=device, seed=0, compile=args.compile, **extra
     )
     size = learner.config.batch_size
     batch = make_batch(learner.sampler_kind, size, obs_shape, 4, device)
@@ -95,6 +108,13 @@ def bench_one(name: str, device: torch.device, args) -> tuple[float, int]:
     return args.steps / (time.perf_counter() - start), size
 
 
+def _int_setting(item: str) -> tuple[str, int]:
+    key, sep, value = item.partition("=")
+    if not sep or not value.lstrip("-").isdigit():
+        raise SystemExit(f"--cvl-set: expected KEY=INT, got {item!r}")
+    return key, int(value)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=50, help="timed updates per algorithm")
@@ -104,14 +124,25 @@ def main() -> None:
     parser.add_argument("--pixels", action="store_true", help="84x84x3 pixels, IMPALA encoder")
     parser.add_argument("--compile", action="store_true", help="torch.compile the losses")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--hidden", type=int, nargs="+", default=None, help="hidden widths")
+    parser.add_argument("--batch", type=int, default=None, help="batch size of every learner")
+    parser.add_argument(
+        "--cvl-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=INT",
+        help="integer CVL config overrides, e.g. num_action_samples=4 num_rff_features=512",
+    )
     args = parser.parse_args()
+    args.cvl_set = dict(_int_setting(item) for item in args.cvl_set)
     if args.threads:
         torch.set_num_threads(args.threads)
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     algos = ["bc", *[a for a in args.algos if a != "bc"]]  # BC first: it is the baseline
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads, "
-        f"obs {'84x84x3 pixels' if args.pixels else '(39,)'}, actions 4, hidden 256x256, "
+        f"obs {'84x84x3 pixels' if args.pixels else '(39,)'}, actions 4, "
+        f"hidden {'x'.join(map(str, args.hidden or (256, 256)))}, cvl {args.cvl_set or 'paper'}, "
         f"compile={args.compile}, {args.steps} timed steps after {args.warmup} warm-up"
     )
     for name in devices:

@@ -53,6 +53,10 @@ def test_paper_preset_runs_data_sweep_and_report(tmp_path):
     ]
     for name in ("table.md", "rliable/aggregates.png", "rliable/improvement.png"):
         assert (tmp_path / "report" / name).is_file(), name
+    run = json.loads((tmp_path / "runs/cvl/reach-v3/seed_0/config.json").read_text())
+    learner = run["learner_overrides"]  # the budget's CPU settings, then the user's on top
+    assert learner["num_rff_features"] == 8 and learner["normalize_q"] is True
+    assert learner["hidden"] == [8, 8] and learner["lr"] == 1e-3
 
 
 def test_paper_presets_resolve_to_the_documented_budgets():
@@ -64,6 +68,13 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     pre = resolve(PaperConfig(experiment="pretraining", full=True))
     assert len(pre["budget"].tasks) == 10
     assert "drawer-close-v3" in pre["data_tasks"]  # related tasks' data is generated too
+    assert states["budget"].hidden is None and states["budget"].overrides == ()  # paper's sizes
+    small = resolve(PaperConfig(experiment="metaworld_states"))["budget"]
+    assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 5_000)
+    assert "cvl:normalize_q=true" in small.overrides and "cql:lr=1e-3" in small.overrides
+    assert small.pretrain_steps == 1_000  # CQL+UDS's zero-reward pretraining, not 50k
+    mine = resolve(PaperConfig(experiment="metaworld_states", hidden=(8, 8), batch_size=4))
+    assert (mine["budget"].hidden, mine["budget"].batch_size) == ((8, 8), 4)
     pixels = resolve(PaperConfig(experiment="metaworld_pixels"))
     assert pixels["preset"].pixels and pixels["budget"].tasks == (
         "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",

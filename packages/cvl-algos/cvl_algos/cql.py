@@ -61,7 +61,12 @@ class CQLConfig(sac.SACConfig):
 
 
 def _q_many(critic: nn.Module, obs: torch.Tensor, actions: torch.Tensor):
-    """Both heads of ``critic`` at ``obs`` (B, ...) for ``actions`` (N, B, A) -> two (N, B)."""
+    """Both heads of ``critic`` at ``obs`` (B, ...) for ``actions`` (N, B, A) -> two (N, B).
+
+    Uses ``critic.many`` (each state encoded once) when the critic has it, e.g. `TwinQ`.
+    """
+    if hasattr(critic, "many"):
+        return critic.many(obs, actions)
     num = actions.shape[0]
     obs_rep = repeat(obs, "b ... -> (n b) ...", n=num)
     q1, q2 = critic(obs_rep, rearrange(actions, "n b a -> (n b) a"))

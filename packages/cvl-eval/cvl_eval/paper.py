@@ -5,10 +5,11 @@
 (`cvl_eval.report`) and, for Mountain Car, ``mountain_car/`` (`cvl_eval.mountain_car`). Every
 stage resumes, so an interrupted experiment is continued by running the same command again.
 
-Each preset has a default budget (a subset that runs on a workstation CPU) and the paper's
-budget behind ``full=True``; any field of `PaperConfig` set explicitly overrides the preset.
-Learner hyperparameters are the paper's (`cvl_algos` configs) unless ``overrides`` says
-otherwise. The paper does not state its number of gradient steps; ``full`` uses 100k.
+Each preset has a default budget (a subset sized for 2 CPU cores: 128 x 128 networks, batch
+256, lr 1e-3, 5k steps, the quickstart's CVL settings `CPU_OVERRIDES`) and the paper's budget
+behind ``full=True`` (256 x 256, the learners' own batch sizes and hyperparameters, 100k steps);
+any field of `PaperConfig` set explicitly overrides the preset, and ``overrides`` are applied
+after the budget's. The paper does not state its number of gradient steps; ``full`` uses 100k.
 """
 
 from __future__ import annotations
@@ -59,6 +60,49 @@ class Budget:
     steps: int = 100_000
     eval_every: int = 10_000
     pretrain_steps: int | None = None
+    hidden: tuple[int, ...] | None = None
+    """Hidden widths (None: the learners' own, the paper's 256 x 256)."""
+    batch_size: int | None = None
+    """Batch size of every learner (None: the learners' own, the paper's)."""
+    overrides: tuple[str, ...] = ()
+    """Learner overrides of this budget (``algo:key=value``), before the preset's and the user's."""
+
+
+CPU_OVERRIDES: tuple[str, ...] = (
+    *(f"{algo}:lr=1e-3" for algo in ("bc", "cql", "cql_uds", "cvl", "cvl_mc")),
+    *(
+        f"{algo}:{setting}"
+        for algo in ("cvl", "cvl_mc")
+        for setting in (
+            'sampler_mode="uniform"',
+            "normalize_q=true",
+            "num_action_samples=4",
+            "num_rff_features=512",
+        )
+    ),
+    "cql:policy_eval_start=1000",
+    "cql_uds:policy_eval_start=1000",
+)
+"""Learner settings of the default (CPU) budgets: lr 1e-3 for every algorithm, the quickstart's
+CVL settings (`cvl_eval.quickstart.QUICKSTART_CVL_OVERRIDES`: uniform batches, Q normalised per
+batch in the policy loss, 4 action samples, 512 random features) for CVL with and without RFF
+(``cvl`` also covers ``cvl_pretrained``), and CQL's BC warm start shortened from 40k to 1k updates
+(20% of a 5k-step run; 40k would make CQL a BC learner for the whole default budget)."""
+
+
+def _cpu_budget(tasks, seeds, **fields) -> Budget:
+    """A default budget: 128 x 128 networks, batch 256, 5k steps, `CPU_OVERRIDES`."""
+    values = {
+        "data_kind": "scripted",
+        "episodes": 50,
+        "steps": 5_000,
+        "eval_every": 1_000,
+        "hidden": (128, 128),
+        "batch_size": 256,
+        "overrides": CPU_OVERRIDES,
+    }
+    values.update(fields)
+    return Budget(tuple(tasks), tuple(seeds), **values)
 
 
 @dataclass(frozen=True)
@@ -88,16 +132,14 @@ PRESETS: dict[str, Preset] = {
         "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
         "performance profile (paper fig. 2, table 3).",
         ("bc", "cql", "cql_uds", "cvl"),
-        default=Budget(
-            STATE_SUBSET, (0, 1, 2), "scripted", episodes=50, steps=10_000, eval_every=2_000
-        ),
+        default=_cpu_budget(STATE_SUBSET, (0, 1), pretrain_steps=1_000),
         full=Budget(("__all__",), SEEDS5, "sac"),
     ),
     "metaworld_pixels": Preset(
         "Meta-World from pixels (84x84, IMPALA encoder): BC, CQL, CVL on door-close, door-open, "
         "drawer-close, drawer-open (paper table 4).",
         ("bc", "cql", "cvl"),
-        default=Budget(PIXEL_TASKS, (0,), "scripted", episodes=20, steps=5_000, eval_every=1_000),
+        default=_cpu_budget(PIXEL_TASKS, (0,), episodes=20, steps=2_000, batch_size=64),
         full=Budget(PIXEL_TASKS, SEEDS5, "sac"),
         pixels=True,
     ),
@@ -105,29 +147,14 @@ PRESETS: dict[str, Preset] = {
         "CVL pretrained on its domain's reward-free data vs tabula rasa: learning curves "
         "(paper fig. 4, sec. 5.2).",
         ("cvl", "cvl_pretrained"),
-        default=Budget(
-            PRETRAINING_TASKS[:3],
-            (0, 1),
-            "scripted",
-            episodes=50,
-            steps=10_000,
-            eval_every=1_000,
-            pretrain_steps=5_000,
-        ),
+        default=_cpu_budget(PRETRAINING_TASKS[:3], (0, 1), eval_every=500, pretrain_steps=3_000),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac", eval_every=5_000, pretrain_steps=50_000),
         related_data=True,
     ),
     "rff_ablation": Preset(
         "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
         ("cvl", "cvl_mc"),
-        default=Budget(
-            ("drawer-open", "door-close", "reach"),
-            (0, 1, 2),
-            "scripted",
-            episodes=50,
-            steps=10_000,
-            eval_every=2_000,
-        ),
+        default=_cpu_budget(("drawer-open", "door-close", "reach"), (0, 1, 2)),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
     ),
     "mountain_car": Preset(
@@ -183,9 +210,9 @@ class PaperConfig:
     pretrain_steps: int | None = None
     """Override the pretraining updates."""
     hidden: tuple[int, ...] | None = None
-    """Hidden widths (None: the paper's 256 x 256)."""
+    """Override the budget's hidden widths (default budgets 128 x 128; ``full`` 256 x 256)."""
     batch_size: int | None = None
-    """Batch size (None: the learners' own, the paper's)."""
+    """Override the budget's batch size (default budgets 256; ``full`` the learners' own)."""
     overrides: tuple[str, ...] = ()
     """Extra learner overrides (``key=value`` or ``algo:key=value``)."""
     workers: int = 2
@@ -208,7 +235,17 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
     budget = preset.full if config.full else preset.default
     changes = {
         k: getattr(config, k)
-        for k in ("tasks", "seeds", "steps", "data_kind", "episodes", "frames", "eval_every")
+        for k in (
+            "tasks",
+            "seeds",
+            "steps",
+            "data_kind",
+            "episodes",
+            "frames",
+            "eval_every",
+            "hidden",
+            "batch_size",
+        )
         if getattr(config, k) is not None
     }
     if config.pretrain_steps is not None:
@@ -256,9 +293,9 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
         threads_per_run=config.threads_per_run,
         steps=budget.steps,
         pretrain_steps=budget.pretrain_steps,
-        hidden=config.hidden,
-        batch_size=config.batch_size,
-        overrides=(*preset.overrides, *config.overrides),
+        hidden=budget.hidden,
+        batch_size=budget.batch_size,
+        overrides=(*budget.overrides, *preset.overrides, *config.overrides),
         observations="pixels" if preset.pixels else "state",
         device=config.device,
         eval_every=budget.eval_every,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from einops import rearrange
+from einops import rearrange, repeat
 from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
@@ -45,6 +45,24 @@ class QNetwork(nn.Module):
         features = torch.cat([encoded, action.to(encoded.dtype)], dim=-1)
         return rearrange(self.mlp(features), "... 1 -> ...")
 
+    def many(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``Q(s_b, a_nb)`` for N actions per state: ``(B, *obs_shape), (N, B, A) -> (N, B)``.
+
+        Equals ``forward`` on the states repeated N times, but encodes each state once (one
+        IMPALA pass per image instead of N; CQL's regulariser scores 3 x 10 actions per state).
+        """
+        obs_batch = check_trailing(obs, self.obs_shape, "Q obs")
+        if len(obs_batch) != 1:
+            raise ValueError(f"Q.many: obs must be (B, *obs_shape), got {tuple(obs.shape)}")
+        if actions.ndim != 3 or tuple(actions.shape[1:]) != (obs_batch[0], self.action_dim):
+            raise ValueError(
+                f"Q.many: actions must be (N, {obs_batch[0]}, {self.action_dim}), "
+                f"got {tuple(actions.shape)}"
+            )
+        encoded = repeat(self.encoder(obs), "b f -> n b f", n=actions.shape[0])
+        features = torch.cat([encoded, actions.to(encoded.dtype)], dim=-1)
+        return rearrange(self.mlp(features), "n b 1 -> n b")
+
 
 class TwinQ(nn.Module):
     """Two independent Q networks: ``forward(obs, action) -> (q1, q2)``, each ``(B,)``.
@@ -72,3 +90,7 @@ class TwinQ(nn.Module):
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both Q-values, each ``(B,)`` (any batch shape ``B``)."""
         return self.q1(obs, action), self.q2(obs, action)
+
+    def many(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both heads for N actions per state, each ``(N, B)`` (`QNetwork.many`)."""
+        return self.q1.many(obs, actions), self.q2.many(obs, actions)

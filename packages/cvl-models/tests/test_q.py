@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from einops import rearrange, repeat
+
 from cvl_models import TwinQ
 
 HIDDEN = (16, 16)
@@ -58,3 +60,33 @@ def test_rejects_bad_inputs():
         q(torch.randn(3, 4), torch.rand(2, 2))
     with pytest.raises(ValueError):
         q(torch.randn(3, 5), torch.rand(3, 2))
+
+
+@pytest.mark.parametrize("obs_shape", [(5,), (32, 32, 3)])
+def test_many_equals_forward_on_repeated_states(device, obs_shape):
+    torch.manual_seed(0)
+    q = TwinQ(obs_shape, 3, hidden=HIDDEN).to(device)
+    batch, num = 4, 6
+    if len(obs_shape) == 3:
+        obs = torch.randint(0, 256, (batch, *obs_shape), dtype=torch.uint8, device=device)
+    else:
+        obs = torch.randn(batch, *obs_shape, device=device)
+    actions = torch.rand(num, batch, 3, device=device) * 2 - 1
+    many = q.many(obs, actions)
+    repeated = q(repeat(obs, "b ... -> (n b) ...", n=num), rearrange(actions, "n b a -> (n b) a"))
+    for got, want in zip(many, repeated):
+        assert got.shape == (num, batch)
+        torch.testing.assert_close(got, rearrange(want, "(n b) -> n b", n=num), rtol=1e-5, atol=1e-5)
+    # the same gradients reach the encoder as with the repeated states
+    grads_many = torch.autograd.grad(sum(x.sum() for x in many), list(q.parameters()))
+    grads_rep = torch.autograd.grad(sum(x.sum() for x in repeated), list(q.parameters()))
+    for a, b in zip(grads_many, grads_rep):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_many_rejects_mismatched_shapes():
+    q = TwinQ((5,), 3, hidden=HIDDEN)
+    with pytest.raises(ValueError, match=r"actions must be \(N, 4, 3\)"):
+        q.many(torch.zeros(4, 5), torch.zeros(2, 3, 3))
+    with pytest.raises(ValueError, match="obs must be"):
+        q.many(torch.zeros(2, 4, 5), torch.zeros(2, 4, 3))
