@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from einops import rearrange, repeat
 
 from cvl_models import TwinQ
@@ -76,7 +75,9 @@ def test_many_equals_forward_on_repeated_states(device, obs_shape):
     repeated = q(repeat(obs, "b ... -> (n b) ...", n=num), rearrange(actions, "n b a -> (n b) a"))
     for got, want in zip(many, repeated):
         assert got.shape == (num, batch)
-        torch.testing.assert_close(got, rearrange(want, "(n b) -> n b", n=num), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            got, rearrange(want, "(n b) -> n b", n=num), rtol=1e-5, atol=1e-5
+        )
     # the same gradients reach the encoder as with the repeated states
     grads_many = torch.autograd.grad(sum(x.sum() for x in many), list(q.parameters()))
     grads_rep = torch.autograd.grad(sum(x.sum() for x in repeated), list(q.parameters()))
