@@ -173,32 +173,16 @@ def write_episode(writer, episode: Episode, obs_kind: str = "state") -> None:
 
 @contextmanager
 def open_generation(
-    env_name: str,
-    *,
-    seed: int,
-    pixels: bool,
-    image_size: int,
-    camera: str,
-    max_episode_steps: int | None,
-    goals: str,
+    env_name: str, **make_env_kwargs: Any
 ) -> Iterator[tuple[gym.Env, list[tuple[DatasetWriter, str]]]]:
     """The env of one dataset generation and the list of ``(writer, obs_kind)`` it fills.
 
-    The env is `make_env` of the arguments with ``keep_state=True`` (a pixel env also reports
-    its state). The caller appends the `cvl_data.DatasetWriter` s it opens to the list; when the
-    block ends without an exception every writer is finished; in any case every writer is then
-    closed, and the env last.
+    The env is ``make_env(env_name, keep_state=True, **make_env_kwargs)`` (a pixel env also
+    reports its state). The caller appends the `cvl_data.DatasetWriter` s it opens to the list;
+    when the block ends without an exception every writer is finished; in any case every writer
+    is then closed, and the env last.
     """
-    env = make_env(
-        env_name,
-        seed=seed,
-        pixels=pixels,
-        image_size=image_size,
-        camera=camera,
-        keep_state=True,
-        max_episode_steps=max_episode_steps,
-        goals=goals,
-    )
+    env = make_env(env_name, keep_state=True, **make_env_kwargs)
     writers: list[tuple[DatasetWriter, str]] = []
     try:
         yield env, writers
