@@ -1,4 +1,5 @@
-"""Shared helpers for the cvl_algos tests: tiny networks, fixed synthetic batches, devices.
+"""Shared helpers for the cvl_algos tests: tiny networks and learners, fixed synthetic batches,
+equality checks, devices.
 
 Test files import the helpers below from here (``from conftest import ...``) and never from
 each other. Pants cannot map the module name ``conftest`` to this file (its module is
@@ -12,7 +13,9 @@ import pytest
 import torch
 from hypothesis import settings
 
+from cvl_algos import make_learner
 from cvl_data import TransitionBatch
+from cvl_models import TanhGaussianPolicy, TwinQ
 
 torch.set_num_threads(1)
 
@@ -26,6 +29,38 @@ DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 OBS_DIM = 5
 ACTION_DIM = 2
 TINY = {"hidden": (32, 32)}
+
+
+def tiny_policy(seed: int = 0) -> TanhGaussianPolicy:
+    """A 32x32 tanh-Gaussian policy for (OBS_DIM,) states, initialised after ``manual_seed``."""
+    torch.manual_seed(seed)
+    return TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+
+
+def tiny_nets(seed: int = 0) -> tuple[TanhGaussianPolicy, TwinQ, TwinQ]:
+    """``(policy, critic, target critic)``, 32x32 each, built in that order after
+    ``manual_seed(seed)`` (the policy equals ``tiny_policy(seed)``)."""
+    policy = tiny_policy(seed)
+    critic = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+    target = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
+    return policy, critic, target
+
+
+def tiny_learner(name: str, **overrides):
+    """``make_learner(name, (OBS_DIM,), ACTION_DIM, **overrides, **TINY)``."""
+    return make_learner(name, (OBS_DIM,), ACTION_DIM, **overrides, **TINY)
+
+
+def metrics_by_seed(name: str, batch, seeds, updates: int, global_seed: int = 0) -> list:
+    """Per seed in ``seeds``, in turn: ``tiny_learner(name, seed=seed)``, the global torch RNG
+    reseeded to ``global_seed + i`` (run ``i``; it must not matter), then the metrics of
+    ``updates`` updates on ``batch``."""
+    runs = []
+    for seed in seeds:
+        learner = tiny_learner(name, seed=seed)
+        torch.manual_seed(global_seed + len(runs))
+        runs.append([learner.update(batch) for _ in range(updates)])
+    return runs
 
 
 def make_transition_batch(
@@ -71,6 +106,12 @@ def assert_modules_equal(a: torch.nn.Module, b: torch.nn.Module):
     assert sa.keys() == sb.keys()
     for k in sa:
         assert torch.equal(sa[k], sb[k]), k
+
+
+def assert_learners_equal(a, b):
+    """Every module of ``a.state_modules()`` equals ``b``'s of the same name."""
+    for name, module in a.state_modules().items():
+        assert_modules_equal(module, b.state_modules()[name])
 
 
 @pytest.fixture(params=DEVICES)

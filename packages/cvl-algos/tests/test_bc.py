@@ -4,24 +4,18 @@ import numpy as np
 import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
-    OBS_DIM,  # pants: no-infer-dep
-    TINY,  # pants: no-infer-dep
     assert_batch_equal,  # pants: no-infer-dep
     assert_modules_equal,  # pants: no-infer-dep
     clone_batch,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    metrics_by_seed,  # pants: no-infer-dep
+    tiny_learner,  # pants: no-infer-dep
+    tiny_policy,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_algos import make_learner
 from cvl_algos.bc import BCConfig, BCLearner, bc_loss
-from cvl_models import TanhGaussianPolicy
-
-
-def _policy(seed=0):
-    torch.manual_seed(seed)
-    return TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
 
 
 def test_defaults_are_the_papers():
@@ -31,7 +25,7 @@ def test_defaults_are_the_papers():
 
 
 def test_loss_without_entropy_is_negative_log_likelihood(batch):
-    policy = _policy()
+    policy = tiny_policy()
     loss, metrics = bc_loss(batch.obs, batch.action, policy, entropy_coef=0.0)
     expected = -policy.log_prob(batch.obs, batch.action).mean()
     torch.testing.assert_close(loss, expected)
@@ -43,7 +37,7 @@ def test_loss_without_entropy_is_negative_log_likelihood(batch):
 def test_entropy_term_enters_with_minus_sign(coef, seed):
     """L = nll - coef * H with H the policy's own estimate under the same RNG state."""
     batch = make_transition_batch(seed % 7)
-    policy = _policy(seed % 3)
+    policy = tiny_policy(seed % 3)
     torch.manual_seed(seed)
     loss, _ = bc_loss(batch.obs, batch.action, policy, entropy_coef=coef)
     torch.manual_seed(seed)
@@ -54,7 +48,7 @@ def test_entropy_term_enters_with_minus_sign(coef, seed):
 
 
 def test_loss_does_not_mutate_batch_and_touches_only_policy(batch):
-    policy = _policy()
+    policy = tiny_policy()
     before = clone_batch(batch)
     loss, _ = bc_loss(batch.obs, batch.action, policy)
     loss.backward()
@@ -63,29 +57,25 @@ def test_loss_does_not_mutate_batch_and_touches_only_policy(batch):
 
 
 def test_update_lowers_loss_on_fixed_batch(batch):
-    learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, lr=3e-3, **TINY)
+    learner = tiny_learner("bc", lr=3e-3)
     losses = [learner.update(batch)["bc_loss"] for _ in range(60)]
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
     assert learner.step == 60
 
 
 def test_same_seed_same_metrics(batch):
-    runs = []
-    for seed in (0, 0, 1):
-        learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
-        torch.manual_seed(1234 + len(runs))  # global RNG must not matter
-        runs.append([learner.update(batch) for _ in range(3)])
+    runs = metrics_by_seed("bc", batch, (0, 0, 1), updates=3, global_seed=1234)
     assert runs[0] == runs[1]
     assert runs[0] != runs[2]
 
 
 def test_save_load_act_and_resume(tmp_path):
     batches = [make_transition_batch(i) for i in range(6)]
-    straight = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
+    straight = tiny_learner("bc", seed=3)
     for b in batches:
         straight.update(b)
 
-    first = make_learner("bc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
+    first = tiny_learner("bc", seed=3)
     for b in batches[:3]:
         first.update(b)
     first.save(tmp_path / "ck")
@@ -105,7 +95,7 @@ def test_save_load_act_and_resume(tmp_path):
 
 
 def test_act_is_batched_numpy(batch):
-    learner = make_learner("bc", (OBS_DIM,), ACTION_DIM, **TINY)
+    learner = tiny_learner("bc")
     actions = learner.act(batch.obs.numpy().astype(np.float64))
     assert actions.shape == (batch.obs.shape[0], ACTION_DIM) and actions.dtype == np.float32
     assert np.all(np.abs(actions) < 1)

@@ -6,18 +6,19 @@ import numpy as np
 import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
-    OBS_DIM,  # pants: no-infer-dep
-    TINY,  # pants: no-infer-dep
     assert_batch_equal,  # pants: no-infer-dep
-    assert_modules_equal,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
     clone_batch,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    metrics_by_seed,  # pants: no-infer-dep
+    tiny_learner,  # pants: no-infer-dep
+    tiny_nets,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from cvl_algos import make_learner, sac
+from cvl_algos import sac
 from cvl_algos.cql import (
     CQLConfig,
     CQLLearner,
@@ -25,15 +26,6 @@ from cvl_algos.cql import (
     cql_critic_loss,
     cql_regularizer,
 )
-from cvl_models import TanhGaussianPolicy, TwinQ
-
-
-def _nets(seed=0):
-    torch.manual_seed(seed)
-    policy = TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    critic = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    target = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    return policy, critic, target
 
 
 class ConstantQ(nn.Module):
@@ -57,7 +49,7 @@ def test_defaults():
 
 
 def test_regularizer_touches_only_critic_and_keeps_batch(batch):
-    policy, critic, _ = _nets()
+    policy, critic, _ = tiny_nets()
     before = clone_batch(batch)
     reg, metrics = cql_regularizer(batch, critic, policy)
     reg.backward()
@@ -72,7 +64,7 @@ def test_regularizer_touches_only_critic_and_keeps_batch(batch):
 def test_constant_q_without_importance_weights(value, n, temperature):
     """Q = c: each head gives T log(3N) + c - c, so the regulariser is 2 T log(3N)."""
     batch = make_transition_batch(0, batch_size=8)
-    policy, _, _ = _nets()
+    policy, _, _ = tiny_nets()
     reg, _ = cql_regularizer(batch, ConstantQ(value), policy, n, temperature, False)
     # float32: c/T up to 500 in the log-sum-exp, then c subtracted again
     expected = torch.tensor(2 * temperature * math.log(3 * n))
@@ -89,7 +81,7 @@ def test_constant_q_without_importance_weights(value, n, temperature):
 def test_regularizer_matches_naive_loops(n, temperature, importance_sampling, seed):
     """Vectorised CQL(H) against a per-state, per-sample loop with the same random draws."""
     batch = make_transition_batch(seed % 4, batch_size=6)
-    policy, critic, _ = _nets(seed % 2)
+    policy, critic, _ = tiny_nets(seed % 2)
     torch.manual_seed(seed)
     reg, _ = cql_regularizer(batch, critic, policy, n, temperature, importance_sampling)
     torch.manual_seed(seed)
@@ -122,7 +114,7 @@ def test_regularizer_matches_naive_loops(n, temperature, importance_sampling, se
 def test_critic_loss_wraps_sac(cql_alpha, seed):
     """L_CQL = L_SAC + cql_alpha * R, drawing from the same RNG stream in the same order."""
     batch = make_transition_batch(seed % 3)
-    policy, critic, target = _nets()
+    policy, critic, target = tiny_nets()
     alpha = torch.tensor(0.2)
     torch.manual_seed(seed)
     loss, metrics = cql_critic_loss(batch, critic, target, policy, alpha, 0.99, True, cql_alpha)
@@ -134,7 +126,7 @@ def test_critic_loss_wraps_sac(cql_alpha, seed):
 
 
 def test_warmstart_actor_loss(batch):
-    policy, critic, _ = _nets()
+    policy, critic, _ = tiny_nets()
     before = clone_batch(batch)
     torch.manual_seed(0)
     loss, metrics = bc_warmstart_actor_loss(batch, policy, torch.tensor(0.5))
@@ -150,7 +142,7 @@ def test_warmstart_actor_loss(batch):
 
 
 def test_actor_switches_from_bc_to_sac_at_policy_eval_start(batch):
-    learner = make_learner("cql", (OBS_DIM,), ACTION_DIM, policy_eval_start=2, **TINY)
+    learner = tiny_learner("cql", policy_eval_start=2)
     kinds = ["nll" in learner.update(batch) for _ in range(4)]
     assert kinds == [True, True, False, False]
 
@@ -171,8 +163,8 @@ def test_regularizer_widens_gap_between_data_and_random_actions():
     """Same data, seed and TD target: CQL pushes Q on random actions below Q on data actions,
     plain SAC critic training does not (measured gap ~2.7-4.5 vs ~0.05-0.12 over seeds)."""
     batch = make_transition_batch(1, batch_size=64)
-    cql = make_learner("cql", (OBS_DIM,), ACTION_DIM, lr=3e-3, policy_eval_start=0, **TINY)
-    plain = make_learner("sac", (OBS_DIM,), ACTION_DIM, lr=3e-3, backup_entropy=False, **TINY)
+    cql = tiny_learner("cql", lr=3e-3, policy_eval_start=0)
+    plain = tiny_learner("sac", lr=3e-3, backup_entropy=False)
     for _ in range(100):
         cql.update(batch)
         plain.update(batch)
@@ -182,27 +174,23 @@ def test_regularizer_widens_gap_between_data_and_random_actions():
 
 
 def test_update_lowers_critic_loss_on_fixed_batch(batch):
-    learner = make_learner("cql", (OBS_DIM,), ACTION_DIM, lr=3e-3, policy_eval_start=20, **TINY)
+    learner = tiny_learner("cql", lr=3e-3, policy_eval_start=20)
     losses = [learner.update(batch)["critic_loss"] for _ in range(60)]
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
 
 
 def test_same_seed_same_metrics(batch):
-    runs = []
-    for seed in (2, 2, 3):
-        learner = make_learner("cql", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
-        torch.manual_seed(len(runs))
-        runs.append([learner.update(batch) for _ in range(2)])
+    runs = metrics_by_seed("cql", batch, (2, 2, 3), updates=2)
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
 def test_stop_and_resume_across_warm_start_switch(tmp_path):
     batches = [make_transition_batch(i) for i in range(6)]
-    kwargs = dict(seed=4, policy_eval_start=4, **TINY)
-    straight = make_learner("cql", (OBS_DIM,), ACTION_DIM, **kwargs)
+    kwargs = dict(seed=4, policy_eval_start=4)
+    straight = tiny_learner("cql", **kwargs)
     for b in batches:
         straight.update(b)
-    first = make_learner("cql", (OBS_DIM,), ACTION_DIM, **kwargs)
+    first = tiny_learner("cql", **kwargs)
     for b in batches[:3]:
         first.update(b)
     first.save(tmp_path / "ck")
@@ -210,7 +198,6 @@ def test_stop_and_resume_across_warm_start_switch(tmp_path):
     assert resumed.config.policy_eval_start == 4
     for b in batches[3:]:
         resumed.update(b)
-    for name, module in straight.state_modules().items():
-        assert_modules_equal(module, resumed.state_modules()[name])
+    assert_learners_equal(straight, resumed)
     obs = batches[0].obs.numpy()
     np.testing.assert_array_equal(straight.act(obs), resumed.act(obs))

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from conftest import ACTION_DIM, OBS_DIM, assert_modules_equal
+from conftest import ACTION_DIM, OBS_DIM, assert_learners_equal
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl import (
@@ -65,11 +65,6 @@ class Batches:
     def sample(self) -> ContrastiveBatch:
         self.count += 1
         return make_batch(self.seed + self.count, rewards=self.rewards)
-
-
-def all_modules_equal(a: CVLLearner, b: CVLLearner) -> None:
-    for name, module in a.state_modules().items():
-        assert_modules_equal(module, b.state_modules()[name])
 
 
 def test_defaults_are_the_papers() -> None:
@@ -182,7 +177,7 @@ def test_pretrain_then_finetune_counts_and_resumes(tmp_path) -> None:
     resumed = load_learner(tmp_path / "ckpt")
     assert (resumed.pretrain_steps, resumed.step) == (2, 0)
     pretrain_then_finetune(resumed, pre, fine, finetune_steps=2)
-    all_modules_equal(full, resumed)
+    assert_learners_equal(full, resumed)
     with pytest.raises(ValueError):
         pretrain_then_finetune(resumed, pre, fine, finetune_steps=2, pretrain_steps=5)
 
@@ -197,7 +192,7 @@ def test_save_load_act_identical(name: str, tmp_path, device: str) -> None:
     loaded = load_learner(tmp_path / "ckpt", device=device)
     assert type(loaded) is type(learner) and loaded.config == learner.config
     assert (loaded.step, loaded.pretrain_steps) == (3, 1)
-    all_modules_equal(learner, loaded)
+    assert_learners_equal(learner, loaded)
     obs = np.random.default_rng(0).normal(size=(7, OBS_DIM)).astype(np.float32)
     np.testing.assert_array_equal(learner.act(obs), loaded.act(obs))
     np.testing.assert_array_equal(
@@ -222,7 +217,7 @@ def test_stop_and_resume_equals_uninterrupted_run(name: str, tmp_path, device: s
     resumed = load_learner(tmp_path / "ckpt", device=device)
     for batch in batches[3:]:
         last = resumed.update(batch)
-    all_modules_equal(straight, resumed)
+    assert_learners_equal(straight, resumed)
     for name_opt, opt in straight.state_optimizers().items():
         other = resumed.state_optimizers()[name_opt].state_dict()["state"]
         for idx, state in opt.state_dict()["state"].items():

@@ -5,29 +5,21 @@ import dataclasses
 import numpy as np
 import torch
 from conftest import (
-    ACTION_DIM,  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     TINY,  # pants: no-infer-dep
     assert_batch_equal,  # pants: no-infer-dep
-    assert_modules_equal,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
     clone_batch,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    metrics_by_seed,  # pants: no-infer-dep
+    tiny_learner,  # pants: no-infer-dep
+    tiny_nets,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_algos import make_learner
 from cvl_algos.common import Scalar
 from cvl_algos.sac import SACConfig, SACLearner, actor_loss, alpha_loss, critic_loss
-from cvl_models import TanhGaussianPolicy, TwinQ
-
-
-def _nets(seed=0):
-    torch.manual_seed(seed)
-    policy = TanhGaussianPolicy((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    critic = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    target = TwinQ((OBS_DIM,), ACTION_DIM, hidden=(32, 32))
-    return policy, critic, target
 
 
 def _grads_none(module):
@@ -47,7 +39,7 @@ def test_defaults():
 
 
 def test_critic_loss_touches_only_critic(batch):
-    policy, critic, target = _nets()
+    policy, critic, target = tiny_nets()
     before = clone_batch(batch)
     loss, metrics = critic_loss(batch, critic, target, policy, torch.tensor(0.3), 0.99)
     loss.backward()
@@ -57,7 +49,7 @@ def test_critic_loss_touches_only_critic(batch):
 
 
 def test_actor_loss_touches_only_policy(batch):
-    policy, critic, _ = _nets()
+    policy, critic, _ = tiny_nets()
     before = clone_batch(batch)
     loss, metrics = actor_loss(batch, policy, critic, torch.tensor(0.3))
     loss.backward()
@@ -85,7 +77,7 @@ def test_alpha_loss_touches_only_log_alpha():
 def test_critic_target_matches_hand_computation(discount, alpha, seed, backup_entropy):
     """y = r + gamma (1 - d) (min Qbar(s', a') - alpha log pi(a'|s')), a' drawn with the same RNG."""
     batch = make_transition_batch(seed % 5, batch_size=16, terminal_every=3)
-    policy, critic, target = _nets(seed % 3)
+    policy, critic, target = tiny_nets(seed % 3)
     alpha_t = torch.tensor(alpha)
     torch.manual_seed(seed)
     loss, metrics = critic_loss(batch, critic, target, policy, alpha_t, discount, backup_entropy)
@@ -103,21 +95,21 @@ def test_critic_target_matches_hand_computation(discount, alpha, seed, backup_en
 
 def test_terminal_transitions_regress_to_reward(batch):
     """With every transition terminal the target is the reward, whatever the networks."""
-    policy, critic, target = _nets()
+    policy, critic, target = tiny_nets()
     terminal = dataclasses.replace(batch, terminated=torch.ones_like(batch.terminated))
     _, metrics = critic_loss(terminal, critic, target, policy, torch.tensor(1.0), 0.99)
     torch.testing.assert_close(metrics["q_target"], batch.reward.mean())
 
 
 def test_update_lowers_critic_loss_on_fixed_batch(batch):
-    learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, lr=3e-3, **TINY)
+    learner = tiny_learner("sac", lr=3e-3)
     losses = [learner.update(batch)["critic_loss"] for _ in range(80)]
     assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
     assert learner.step == 80
 
 
 def test_target_network_is_polyak_average(batch):
-    learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, tau=0.25, **TINY)
+    learner = tiny_learner("sac", tau=0.25)
     target_before = [p.clone() for p in learner.critic_target.parameters()]
     learner.update(batch)
     for old, new, online in zip(
@@ -127,20 +119,16 @@ def test_target_network_is_polyak_average(batch):
 
 
 def test_same_seed_same_metrics(batch):
-    runs = []
-    for seed in (5, 5, 6):
-        learner = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY)
-        torch.manual_seed(len(runs))
-        runs.append([learner.update(batch) for _ in range(3)])
+    runs = metrics_by_seed("sac", batch, (5, 5, 6), updates=3)
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
 def test_stop_and_resume_equals_straight_run(tmp_path):
     batches = [make_transition_batch(i) for i in range(6)]
-    straight = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **TINY)
+    straight = tiny_learner("sac", seed=1)
     for b in batches:
         straight.update(b)
-    first = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **TINY)
+    first = tiny_learner("sac", seed=1)
     for b in batches[:3]:
         first.update(b)
     first.save(tmp_path / "ck")
@@ -149,6 +137,5 @@ def test_stop_and_resume_equals_straight_run(tmp_path):
     resumed = SACLearner.load(tmp_path / "ck")
     for b in batches[3:]:
         resumed.update(b)
-    for name, module in straight.state_modules().items():
-        assert_modules_equal(module, resumed.state_modules()[name])
+    assert_learners_equal(straight, resumed)
     assert resumed.step == 6

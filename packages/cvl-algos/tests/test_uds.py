@@ -5,14 +5,14 @@ import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
-    TINY,  # pants: no-infer-dep
     assert_batch_equal,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
     assert_modules_equal,  # pants: no-infer-dep
     clone_batch,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    tiny_learner,  # pants: no-infer-dep
 )
 
-from cvl_algos import make_learner
 from cvl_algos.cql import CQLConfig
 from cvl_algos.uds import (
     CQLUDSConfig,
@@ -87,7 +87,7 @@ def test_zero_reward_batch_copies(batch):
 def test_pretraining_trains_critic_only_and_keeps_step(tmp_path):
     target = _write(tmp_path / "t", "door-open-v3", 0)
     sampler = TransitionSampler(uds_datasets(target).pretrain, batch_size=16, seed=0)
-    learner = make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, pretrain_steps=3, **TINY)
+    learner = tiny_learner("cql_uds", pretrain_steps=3)
     policy_before = {k: v.clone() for k, v in learner.policy.state_dict().items()}
     critic_before = [p.clone() for p in learner.critic.parameters()]
     seen = []
@@ -103,20 +103,20 @@ def test_pretraining_trains_critic_only_and_keeps_step(tmp_path):
 def test_zero_reward_pretraining_ignores_labels():
     """Pretraining on a labelled batch equals pretraining on the same batch at reward 0."""
     batch = make_transition_batch(2)
-    a = make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, seed=9, **TINY)
-    b = make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, seed=9, **TINY)
+    a = tiny_learner("cql_uds", seed=9)
+    b = tiny_learner("cql_uds", seed=9)
     assert a.pretrain_update(batch) == b.pretrain_update(zero_reward_batch(batch))
     assert_modules_equal(a.critic, b.critic)
 
 
 def test_pretraining_resumes_exactly(tmp_path):
     batches = [make_transition_batch(i) for i in range(6)]
-    straight = make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, seed=2, **TINY)
+    straight = tiny_learner("cql_uds", seed=2)
     for b in batches[:4]:
         straight.pretrain_update(b)
     for b in batches[4:]:
         straight.update(b)
-    first = make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, seed=2, **TINY)
+    first = tiny_learner("cql_uds", seed=2)
     for b in batches[:2]:
         first.pretrain_update(b)
     first.save(tmp_path / "ck")
@@ -126,5 +126,4 @@ def test_pretraining_resumes_exactly(tmp_path):
     pretrain_critic(resumed, lambda: next(it), num_steps=4)
     for b in batches[4:]:
         resumed.update(b)
-    for name, module in straight.state_modules().items():
-        assert_modules_equal(module, resumed.state_modules()[name])
+    assert_learners_equal(straight, resumed)

@@ -3,20 +3,25 @@
 Shared by the scripted-expert generator (`cvl_eval.generate`) and the SAC replay generator:
 `run_episode` records one episode as an `Episode` (state observations always, rendered frames
 too when the env is a `PixelObservation` keeping its state), `dataset_spec` describes the
-matching `cvl_data.DatasetSpec`, and `write_episode` appends an episode to a writer in the
-layout ``cvl_data`` expects (T + 1 observations, T actions/rewards/flags).
+matching `cvl_data.DatasetSpec`, `write_episode` appends an episode to a writer in the
+layout ``cvl_data`` expects (T + 1 observations, T actions/rewards/flags), and `open_generation`
+holds one generation's env and dataset writers (finished on success, always closed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 
-from cvl_eval.envs import MOUNTAIN_CAR, canonical_name, is_metaworld
+from cvl_eval.envs import MOUNTAIN_CAR, canonical_name, is_metaworld, make_env
+
+if TYPE_CHECKING:
+    from cvl_data import DatasetWriter
 
 METAWORLD_ENV_ID = "Meta-World/MT1"
 """``DatasetSpec.env_id`` of Meta-World datasets."""
@@ -164,3 +169,26 @@ def write_episode(writer, episode: Episode, obs_kind: str = "state") -> None:
         terminated=episode.terminated,
         truncated=episode.truncated,
     )
+
+
+@contextmanager
+def open_generation(
+    env_name: str, **make_env_kwargs: Any
+) -> Iterator[tuple[gym.Env, list[tuple[DatasetWriter, str]]]]:
+    """The env of one dataset generation and the list of ``(writer, obs_kind)`` it fills.
+
+    The env is ``make_env(env_name, keep_state=True, **make_env_kwargs)`` (a pixel env also
+    reports its state). The caller appends the `cvl_data.DatasetWriter` s it opens to the list;
+    when the block ends without an exception every writer is finished; in any case every writer
+    is then closed, and the env last.
+    """
+    env = make_env(env_name, keep_state=True, **make_env_kwargs)
+    writers: list[tuple[DatasetWriter, str]] = []
+    try:
+        yield env, writers
+        for writer, _ in writers:
+            writer.finish()
+    finally:
+        for writer, _ in writers:
+            writer.close()
+        env.close()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cvl_eval.collect import Episode, dataset_spec, run_episode, write_episode
-from cvl_eval.envs import canonical_name, is_metaworld, make_env
+from cvl_eval.collect import Episode, dataset_spec, open_generation, run_episode, write_episode
+from cvl_eval.envs import canonical_name, is_metaworld
 from cvl_eval.experts import ScriptedExpert
 
 
@@ -166,20 +166,17 @@ def generate_scripted(
         n_steps = open_dataset(targets[0][0], verify=False).num_steps
         return GenerationReport(paths, config.num_episodes, n_steps, config.num_episodes, (), ())
 
-    env = make_env(
+    returns: list[float] = []
+    successes: list[bool] = []
+    with open_generation(
         config.task,
         seed=config.seed,
         pixels=pixel_path is not None,
         image_size=config.image_size,
         camera=config.camera,
-        keep_state=True,
         max_episode_steps=config.max_steps,
         goals=config.goals,
-    )
-    writers: list[tuple[DatasetWriter, str]] = []
-    returns: list[float] = []
-    successes: list[bool] = []
-    try:
+    ) as (env, writers):
         for p, kind in todo:
             spec = dataset_spec(config.task, env, kind, _provenance(config, kind))
             writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
@@ -207,12 +204,6 @@ def generate_scripted(
             if on_episode is not None:
                 on_episode(e, episode)
         bar.close()
-        for writer, _ in writers:
-            writer.finish()
-    finally:
-        for writer, _ in writers:
-            writer.close()
-        env.close()
     n_steps = open_dataset(targets[0][0], verify=False).num_steps
     return GenerationReport(
         paths=paths,

@@ -1,0 +1,176 @@
+"""Checks of the parts of a `TrainConfig`, each raising `ConfigError` with what to fix.
+
+`cvl_eval.train_setup.validate` runs them all: numbers in range (`check_numbers`), learner
+overrides (`parse_overrides`, `learner_overrides`), datasets read from their ``meta.json`` only
+(`read_dataset_spec`, `check_kind`), the device (`resolve_device`), the pretraining budget
+(`resolve_pretrain_steps`) and the run folder (`check_run_folder`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cvl_eval.runs import RunFolder, read_json
+from cvl_eval.train_config import ConfigError, TrainConfig, config_as_json
+
+# Fields that may change when a stopped run is resumed (they do not change the result).
+RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard")
+
+
+def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``("lambda_bc=0.1", "hidden=[64,64]")`` -> ``{"lambda_bc": 0.1, "hidden": (64, 64)}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not of the form key=value")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out[key.strip()] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
+def read_dataset_spec(path: str | os.PathLike) -> Any:
+    """The `cvl_data.DatasetSpec` of a finished dataset folder, from its ``meta.json`` only."""
+    from cvl_data import DatasetSpec
+
+    path = Path(path)
+    if not path.exists():
+        partial = path.with_name(path.name + ".partial")
+        if partial.exists():
+            raise ConfigError(
+                f"dataset {path} is not finished (an interrupted generation left {partial}); "
+                "run the generation again to complete it"
+            )
+        raise ConfigError(f"no dataset at {path}")
+    meta_file = path / "meta.json"
+    if not meta_file.is_file():
+        raise ConfigError(f"{path} is not a dataset folder (no meta.json)")
+    try:
+        return DatasetSpec.from_json(
+            json.loads(meta_file.read_text())["spec"], where=str(meta_file)
+        )
+    except (KeyError, ValueError, TypeError) as error:
+        raise ConfigError(f"{meta_file}: unreadable dataset spec ({error})") from None
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when available, else ``cpu``; refuses CUDA where there is none."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} asked for but CUDA is not available here")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ConfigError(f"unknown device {device!r}: use cpu, cuda, cuda:N or auto")
+    return device
+
+
+def learner_overrides(config: TrainConfig) -> dict[str, Any]:
+    """The learner config fields the run changes (``overrides``, ``hidden``, ``batch_size``),
+    checked against the algorithm's config class."""
+    from cvl_algos import learner_class
+
+    overrides = parse_overrides(config.overrides)
+    for name, value in (("hidden", config.hidden), ("batch_size", config.batch_size)):
+        if value is not None:
+            if name in overrides:
+                raise ConfigError(f"{name} given both as a field and in overrides")
+            overrides[name] = tuple(value) if name == "hidden" else value
+    config_cls = learner_class(config.algorithm).config_cls
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"{config.algorithm}: unknown learner config field(s) {unknown}; known: {sorted(known)}"
+        )
+    try:
+        dataclasses.replace(config_cls(), **overrides)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{config.algorithm}: invalid learner config: {error}") from None
+    return overrides
+
+
+def check_numbers(config: TrainConfig) -> None:
+    """Budgets, intervals and counts within their ranges."""
+    checks = [
+        ("steps", config.steps >= 1),
+        ("log_every", config.log_every >= 1),
+        ("eval_every", config.eval_every >= 0),
+        ("eval_episodes", config.eval_episodes >= 1),
+        ("checkpoint_every", config.checkpoint_every >= 0),
+        ("keep_checkpoints", config.keep_checkpoints >= 1),
+        ("pretrain_steps", config.pretrain_steps is None or config.pretrain_steps >= 0),
+        ("num_threads", config.num_threads is None or config.num_threads >= 1),
+        ("eval_max_steps", config.eval_max_steps is None or config.eval_max_steps >= 1),
+    ]
+    for name, ok in checks:
+        if not ok:
+            raise ConfigError(f"{name} = {getattr(config, name)} is out of range")
+
+
+def check_kind(spec: Any, path: str, config: TrainConfig) -> None:
+    """The dataset at ``path`` holds the observation kind ``config.observations`` expects."""
+    if config.observations != "auto" and spec.obs_kind != config.observations:
+        kind = "a pixel" if spec.obs_kind == "pixels" else "a state"
+        raise ConfigError(
+            f"{path} is {kind} dataset (obs_kind={spec.obs_kind!r}, obs_shape={spec.obs_shape}) "
+            f"but the config expects observations={config.observations!r}"
+        )
+
+
+def resolve_pretrain_steps(config: TrainConfig, overrides: dict[str, Any]) -> int:
+    """Pretraining updates of the run (0 where the algorithm has no pretraining phase with
+    this data; refuses an explicit ``pretrain_steps`` there)."""
+    from cvl_algos import learner_class
+
+    default = overrides.get(
+        "pretrain_steps", getattr(learner_class(config.algorithm).config_cls(), "pretrain_steps", 0)
+    )
+    if config.algorithm in ("cvl", "cvl_mc"):
+        active = bool(config.pretrain_datasets)
+    elif config.algorithm == "cql_uds":
+        active = not config.pretrain_datasets  # with shared data UDS trains on the union
+    else:
+        active = False
+    if not active:
+        if config.pretrain_steps:
+            raise ConfigError(
+                f"pretrain_steps={config.pretrain_steps} but {config.algorithm} has no "
+                "pretraining phase with this data (give pretrain_datasets to cvl/cvl_mc)"
+            )
+        return 0
+    return int(default if config.pretrain_steps is None else config.pretrain_steps)
+
+
+def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
+    """A new run needs an empty folder; a resumed one the same config as before."""
+    if not run.path.exists():
+        return
+    if not run.path.is_dir():
+        raise ConfigError(f"out_dir {run.path} exists and is not a folder")
+    if not config.resume:
+        if any(run.path.iterdir()):
+            raise ConfigError(
+                f"out_dir {run.path} already holds a run; pass resume=True (--resume) to "
+                "continue it, or choose another out_dir"
+            )
+        return
+    if run.config.is_file():
+        stored = read_json(run.config)["train_config"]
+        current = config_as_json(config)
+        differ = sorted(
+            k
+            for k in set(stored) | set(current)
+            if k not in RESUME_FREE_FIELDS and stored.get(k) != current.get(k)
+        )
+        if differ:
+            details = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in differ)
+            raise ConfigError(f"cannot resume {run.path} with a different config ({details})")
