@@ -94,3 +94,23 @@ def test_mountain_car_preset_writes_the_heatmaps(tmp_path):
     heatmaps = record["mountain_car"]["seed_0"]
     assert os.path.isfile(heatmaps["png"]) and -1.0 <= heatmaps["spearman_states"] <= 1.0
     assert record["generation"]["MountainCarContinuous-v0"]["transitions"] == 200
+
+
+def test_pixel_preset_trains_bc_cql_cvl_from_images(tmp_path):
+    argv = [
+        "metaworld-pixels", "--out-dir", str(tmp_path), "--tasks", "drawer-open",
+        "--episodes", "1", "--steps", "2", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
+        "cql:cql_num_samples=2",
+        "--bootstrap-reps", "20", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    record = json.loads((tmp_path / "experiment.json").read_text())
+    assert record["budget"]["tasks"] == ["drawer-open-v3"]
+    for algo in ("bc", "cql", "cvl"):
+        run = tmp_path / "runs" / algo / "drawer-open-v3" / "seed_0"
+        config = json.loads((run / "config.json").read_text())
+        assert config["obs_kind"] == "pixels", algo
+        assert (run / "results.json").is_file(), algo
+    assert (tmp_path / "report" / "rliable" / "aggregates.png").is_file()
