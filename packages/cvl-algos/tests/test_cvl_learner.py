@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from conftest import ACTION_DIM, OBS_DIM, assert_learners_equal
+from conftest import ACTION_DIM, OBS_DIM, assert_learners_equal  # pants: no-infer-dep
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl import (

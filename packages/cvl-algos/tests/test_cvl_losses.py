@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import assert_batch_equal, clone_batch
+from conftest import assert_batch_equal, clone_batch  # pants: no-infer-dep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
