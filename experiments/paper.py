@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(result["report"], indent=1))
+    for warning in result["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -81,7 +81,7 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     )  # fmt: skip
 
 
-def test_mountain_car_preset_writes_the_heatmaps(tmp_path):
+def test_mountain_car_preset_writes_the_heatmaps(tmp_path, capsys):
     argv = [
         "mountain-car", "--out-dir", str(tmp_path), "--frames", "200", "--steps", "4",
         "--eval-every", "0", "--eval-episodes", "1", "--eval-max-steps", "5",
@@ -94,6 +94,10 @@ def test_mountain_car_preset_writes_the_heatmaps(tmp_path):
     heatmaps = record["mountain_car"]["seed_0"]
     assert os.path.isfile(heatmaps["png"]) and -1.0 <= heatmaps["spearman_states"] <= 1.0
     assert record["generation"]["MountainCarContinuous-v0"]["transitions"] == 200
+    # 200 random frames never reach the goal: the record and stderr say the heatmaps mean little
+    assert record["generation"]["MountainCarContinuous-v0"]["success_rate"] == 0
+    assert any("never reached the goal" in w for w in record["warnings"])
+    assert "warning: Mountain Car: SAC never reached the goal" in capsys.readouterr().err
 
 
 def test_pixel_preset_trains_bc_cql_cvl_from_images(tmp_path):

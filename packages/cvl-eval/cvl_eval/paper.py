@@ -336,8 +336,16 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
         "sweep": sweep_record,
         "report": summary["files"],
     }
+    result["warnings"] = []
     if preset.mountain_car:
         result["mountain_car"] = _mountain_car(out, generation, budget)
+        rate = generation["MountainCarContinuous-v0"].get("success_rate")
+        if rate == 0:
+            result["warnings"].append(
+                "Mountain Car: SAC never reached the goal in its data (success_rate 0), so its Q "
+                "reflects the action cost only and the heatmaps / Spearman say little about CVL; "
+                "give SAC more frames (--frames) or another seed"
+            )
     from cvl_eval.runs import write_json_atomic
 
     write_json_atomic(out / "experiment.json", result)
