@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cvl_eval.quickstart import QUICKSTART_CVL_OVERRIDES
 from cvl_eval.train_setup import ConfigError
 
 PRETRAINING_TASKS: tuple[str, ...] = (
@@ -70,16 +71,7 @@ class Budget:
 
 CPU_OVERRIDES: tuple[str, ...] = (
     *(f"{algo}:lr=1e-3" for algo in ("bc", "cql", "cql_uds", "cvl", "cvl_mc")),
-    *(
-        f"{algo}:{setting}"
-        for algo in ("cvl", "cvl_mc")
-        for setting in (
-            'sampler_mode="uniform"',
-            "normalize_q=true",
-            "num_action_samples=4",
-            "num_rff_features=512",
-        )
-    ),
+    *(f"{algo}:{setting}" for algo in ("cvl", "cvl_mc") for setting in QUICKSTART_CVL_OVERRIDES),
     "cql:policy_eval_start=1000",
     "cql_uds:policy_eval_start=1000",
 )
