@@ -52,6 +52,11 @@ class CVLConfig:
     q_estimator: Literal["rff", "mc"] = "rff"
     """"rff": Q = F(phi) . xi / (1-gamma) (eq. 12, the paper's default); "mc": direct
     Monte-Carlo Q_NCE over the batch's future states (eq. 11)."""
+    self_normalized: bool = False
+    """Self-normalised Q: ``sum_j softmax_j(f_ij) r_j`` instead of ``mean_j exp(f_ij) r_j``
+    (RFF: ``F(phi) . xi / F(phi) . zeta``, zeta the EMA of ``mean_j F(psi_j)``). InfoNCE leaves
+    ``f`` free up to a constant per anchor, which eq. 11-12 multiply Q by; the ratio cancels it
+    (not in the paper; see ``q_direct_from_latents``)."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
     beta_xi: float = 0.99

@@ -37,7 +37,8 @@ __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
 
 
 class XiState(nn.Module):
-    """Buffers of the RFF estimator: ``xi`` (D,) and how many labelled batches it has seen.
+    """Buffers of the RFF estimator: ``xi`` (D,), how many labelled batches it has seen and,
+    for the self-normalised estimator, ``zeta`` (D,).
 
     The first labelled batch sets ``xi`` to its own estimate (an EMA started from zeros would
     scale Q by ``1 - beta^n`` during its first ~1/(1-beta) updates); later batches average in
@@ -46,11 +47,14 @@ class XiState(nn.Module):
 
     xi: Tensor
     count: Tensor
+    zeta: Tensor | None
 
-    def __init__(self, num_features: int) -> None:
+    def __init__(self, num_features: int, self_normalized: bool = False) -> None:
         super().__init__()
         self.register_buffer("xi", torch.zeros(num_features))
         self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        # zeta = EMA of mean_j F(psi_target(s+_j)), the denominator of the self-normalised Q
+        self.register_buffer("zeta", torch.zeros(num_features) if self_normalized else None)
 
 
 class CVLLearner(LearnerBase):
@@ -100,7 +104,7 @@ class CVLLearner(LearnerBase):
             temperature=cfg.temperature,
             seed=self.seed,
         ).to(self.device)
-        self.xi_state = XiState(cfg.num_rff_features).to(self.device)
+        self.xi_state = XiState(cfg.num_rff_features, cfg.self_normalized).to(self.device)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
         self.policy_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
@@ -140,18 +144,27 @@ class CVLLearner(LearnerBase):
     def _xi_step(self, psi_future: Tensor, reward_future: Tensor) -> dict[str, Tensor]:
         """xi EMA of eq. 12 from this batch's psi_target features and arrival rewards."""
         state = self.xi_state
+        first = state.count == 0
         estimate = xi_estimate(self.rff, psi_future, reward_future)
         averaged = xi_ema(state.xi, estimate, self.config.beta_xi)
-        state.xi.copy_(torch.where(state.count == 0, estimate, averaged))
+        state.xi.copy_(torch.where(first, estimate, averaged))
+        if state.zeta is not None:
+            estimate = xi_estimate(self.rff, psi_future, torch.ones_like(reward_future))
+            averaged = xi_ema(state.zeta, estimate, self.config.beta_xi)
+            state.zeta.copy_(torch.where(first, estimate, averaged))
         state.count.add_(1)
         return {"xi_norm": torch.linalg.vector_norm(state.xi)}
 
     def _policy_step(self, batch: Any, psi_future: Tensor) -> dict[str, Tensor]:
         cfg: CVLConfig = self.config
         if cfg.q_estimator == "rff":
-            q_fn = rff_q_fn(self.critic, self.rff, self.xi_state.xi, cfg.discount)
+            q_fn = rff_q_fn(
+                self.critic, self.rff, self.xi_state.xi, cfg.discount, self.xi_state.zeta
+            )
         else:
-            q_fn = direct_q_fn(self.critic, psi_future, batch.reward_future, cfg.discount)
+            q_fn = direct_q_fn(
+                self.critic, psi_future, batch.reward_future, cfg.discount, cfg.self_normalized
+            )
         if cfg.policy_extraction == "awr":
             loss, metrics = self._awr_loss(
                 self.policy,
@@ -223,7 +236,9 @@ class CVLLearner(LearnerBase):
         )
         phi_t = self.critic.phi(obs, action)
         if estimator == "rff":
-            return q_rff(self.rff, phi_t, self.xi_state.xi, self.config.discount)
+            return q_rff(
+                self.rff, phi_t, self.xi_state.xi, self.config.discount, self.xi_state.zeta
+            )
         if obs_future is None or reward_future is None:
             raise ValueError("the direct estimator needs obs_future and reward_future")
         psi_future = self.psi_target(self.obs_tensor(obs_future))
@@ -234,6 +249,7 @@ class CVLLearner(LearnerBase):
             reward_future,
             self.config.discount,
             self.critic.temperature,
+            self.config.self_normalized,
         )
 
 

@@ -24,10 +24,15 @@ def q_direct_from_latents(
     reward_future: Tensor,
     discount: float,
     temperature: float,
+    self_normalized: bool = False,
 ) -> Tensor:
     """Direct Monte-Carlo Q_NCE (eq. 11) from latents.
 
     ``Q_i = 1/(1-g) * mean_j r_j exp(phi_i . psi_j / temperature)`` over the M future states j.
+    With ``self_normalized`` the weights ``exp(f_ij)`` are divided by their sum over j
+    (``Q_i = 1/(1-g) * sum_j softmax_j(f_ij) r_j``): self-normalised importance sampling of
+    ``E_{s+ ~ p(s+|s,a)} r(s+)``. InfoNCE determines ``f`` only up to a constant per anchor
+    ``c(s, a)`` (which eq. 11 multiplies Q by, ``e^c``); the ratio cancels it (not in the paper).
 
     Args:
         phi_t: (B, d) anchor features phi(s_t, a_t).
@@ -43,6 +48,9 @@ def q_direct_from_latents(
         psi_future.shape,
     )
     logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    if self_normalized:
+        weights = torch.softmax(logits, dim=1)
+        return einsum(weights, reward_future.to(logits.dtype), "b m, m -> b") / (1.0 - discount)
     weighted = torch.exp(logits) * reward_future.to(logits.dtype)
     return reduce(weighted, "b m -> b", "mean") / (1.0 - discount)
 
@@ -92,22 +100,37 @@ def xi_ema(xi: Tensor, estimate: Tensor, beta: float) -> Tensor:
     return beta * xi + (1.0 - beta) * estimate
 
 
-def q_rff(rff: nn.Module, phi_t: Tensor, xi: Tensor, discount: float) -> Tensor:
+def q_rff(
+    rff: nn.Module,
+    phi_t: Tensor,
+    xi: Tensor,
+    discount: float,
+    zeta: Tensor | None = None,
+    eps: float = 1e-6,
+) -> Tensor:
     """Random-Fourier-feature Q_NCE (lemma 1, eq. 12): ``Q = F(phi(s, a)) . xi / (1 - g)``.
 
     With unit latents, ``E_W,b[F(x) . F(y)] = exp(x . y / temperature)``, so for
     ``xi = mean_j F(psi_j) r_j`` this is an unbiased estimate of ``q_direct_from_latents``.
+    Given ``zeta = mean_j F(psi_j)`` the estimate is self-normalised,
+    ``Q = F(phi) . xi / max(F(phi) . zeta, eps) / (1 - g)`` (the RFF form of
+    ``q_direct_from_latents(..., self_normalized=True)``).
 
     Args:
         rff: ``RandomFourierFeatures`` mapping (..., d) -> (..., D).
-        phi_t: (B, d) anchor features; xi: (D,).
+        phi_t: (B, d) anchor features; xi: (D,); zeta: (D,) or None.
     Returns:
         (B,) Q estimates.
     """
     assert phi_t.ndim == 2 and xi.ndim == 1, (phi_t.shape, xi.shape)
     features = rff(phi_t)
     assert features.shape[1] == xi.shape[0], (features.shape, xi.shape)
-    return einsum(features, xi.to(features.dtype), "b k, k -> b") / (1.0 - discount)
+    numerator = einsum(features, xi.to(features.dtype), "b k, k -> b")
+    if zeta is None:
+        return numerator / (1.0 - discount)
+    assert zeta.shape == xi.shape, (zeta.shape, xi.shape)
+    denominator = einsum(features, zeta.to(features.dtype), "b k, k -> b")
+    return numerator / denominator.clamp_min(eps) / (1.0 - discount)
 
 
 def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
@@ -141,23 +164,32 @@ def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
 
 
 def rff_q_fn(
-    critic: nn.Module, rff: nn.Module, xi: Tensor, discount: float
+    critic: nn.Module,
+    rff: nn.Module,
+    xi: Tensor,
+    discount: float,
+    zeta: Tensor | None = None,
 ) -> Callable[[Tensor, Tensor], Tensor]:
     """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 12 for the policy loss
-    (critic parameters detached)."""
+    (critic parameters detached; self-normalised when ``zeta`` is given, see `q_rff`)."""
     phi = detached_phi(critic)
     xi = xi.detach()
+    zeta = None if zeta is None else zeta.detach()
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
-        q = q_rff(rff, latents, xi, discount)
+        q = q_rff(rff, latents, xi, discount, zeta)
         return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
     return q_fn
 
 
 def direct_q_fn(
-    critic: nn.Module, psi_future: Tensor, reward_future: Tensor, discount: float
+    critic: nn.Module,
+    psi_future: Tensor,
+    reward_future: Tensor,
+    discount: float,
+    self_normalized: bool = False,
 ) -> Callable[[Tensor, Tensor], Tensor]:
     """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 11 against fixed future
     latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached)."""
@@ -167,7 +199,9 @@ def direct_q_fn(
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
-        q = q_direct_from_latents(latents, psi_future, reward_future, discount, temperature)
+        q = q_direct_from_latents(
+            latents, psi_future, reward_future, discount, temperature, self_normalized
+        )
         return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
     return q_fn
