@@ -1,14 +1,14 @@
 """Environment construction: the 50 Meta-World v3 tasks and MountainCarContinuous-v0.
 
 `make_env` is the one entry point. Meta-World tasks are built as
-``gym.make("Meta-World/MT1", env_name=..., seed=...)`` would (see `cvl_eval.metaworld_env`)
+``gym.make("Meta-World/MT1", env_name=..., seed=...)`` would (see `cvl_eval.envs.metaworld_tasks`)
 and wrapped so that
 
 - observations are float32 of shape (39,), goal-observable (the goal occupies the last 3 dims),
   with an observation space whose bounds match the goal-observable layout;
 - ``reset(seed=s)`` is deterministic (Meta-World ignores the gymnasium reset seed, so we reseed
   the underlying env, which selects the goal and the action-space RNG);
-- pixel observations (optional) come from `cvl_eval.pixels.PixelObservation`.
+- pixel observations (optional) come from `cvl_eval.envs.pixels.PixelObservation`.
 
 MountainCarContinuous-v0 gets the same seeding convention (the first reset after `make_env`
 uses ``seed`` unless another is given) and float32 observations of shape (2,).
@@ -16,16 +16,12 @@ uses ``seed`` unless another is given) and float32 observations of shape (2,).
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from cvl_eval.metaworld_env import GoalMode, goal_observable_space, make_metaworld
+from cvl_eval.envs.metaworld_tasks import GoalMode, goal_observable_space, make_metaworld
 
 MOUNTAIN_CAR = "MountainCarContinuous-v0"
 """Gymnasium id of the continuous Mountain Car task."""
@@ -155,7 +151,7 @@ def make_env(
             Mountain Car's 999).
         goals: Meta-World goal protocol: ``"mt1"`` (the benchmark's 50 goals for ``seed``,
             one picked per reset) or ``"random"`` (a fresh goal per reset, cheaper to build);
-            see `cvl_eval.metaworld_env`.
+            see `cvl_eval.envs.metaworld_tasks`.
 
     Returns:
         A gymnasium env. Close it explicitly (``env.close()``) when done, in particular with
@@ -174,7 +170,7 @@ def make_env(
     if max_episode_steps is not None:
         env = gym.wrappers.TimeLimit(env, max_episode_steps=max_episode_steps)
     if pixels:
-        from cvl_eval.pixels import PixelObservation, RenderConfig
+        from cvl_eval.envs.pixels import PixelObservation, RenderConfig
 
         config = RenderConfig(image_size=image_size, camera=camera, fast=fast_render)
         env = PixelObservation(env, config, keep_state=keep_state)

@@ -1,6 +1,6 @@
 """One episode of the SAC replay-buffer generation: act, step, store, update (`generate_sac`).
 
-`run_sac_episode` follows the protocol of `cvl_eval.sac_generate` for one episode: uniform
+`run_sac_episode` follows the protocol of `cvl_eval.datagen.sac.generate` for one episode: uniform
 random (optionally held) actions during warm-up, SAC policy samples afterwards, every transition
 into the replay buffer, ``updates_per_step`` SAC updates per env step once warm-up is over.
 Everything random in it is a function of ``(seed, episode index)`` or lives in the learner, and
@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cvl_eval.collect import Episode, step_success
-from cvl_eval.generate import episode_seed
-from cvl_eval.sac_config import SACDataConfig
-from cvl_eval.sac_replay import ReplayBuffer
+from cvl_data import ReplayBuffer
+from cvl_eval.datagen.recording import episode_seed
+from cvl_eval.datagen.sac.config import SACDataConfig
+from cvl_eval.rollout.episode import Episode, step_success
 
 __all__ = ["run_sac_episode"]
 

@@ -18,10 +18,6 @@ Facts this module is built around (measured, see DESIGN.md section 3):
 from __future__ import annotations
 
 import contextlib
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -1,20 +1,21 @@
-"""The config and the report of a SAC replay-buffer generation (`cvl_eval.sac_generate`).
+"""The config and the report of a SAC replay-buffer generation (`cvl_eval.datagen.sac.generate`).
 
 `SACDataConfig` describes one generation (task, frame budget, warm-up, the SAC learner's config,
-seed, device, checkpointing); `SACGenerationReport` is what `generate_sac` returns.
+seed, device, checkpointing); `sac_data_config` builds one with the environment's defaults
+(`cvl_eval.envs.defaults`); `SACGenerationReport` is what `generate_sac` returns.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from cvl_algos.sac import SACConfig
-from cvl_eval.envs import canonical_name
+from cvl_data.jsonio import to_json_data
+from cvl_eval.envs.defaults import env_defaults
+from cvl_eval.envs.make import canonical_name
 
-__all__ = ["SACDataConfig", "SACGenerationReport"]
+__all__ = ["SACDataConfig", "SACGenerationReport", "sac_data_config"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class SACDataConfig:
         warmup_action_repeat: each warm-up random action is held for this many steps (1: i.i.d.
             uniform actions). Mountain Car needs temporally correlated exploration: i.i.d.
             uniform actions reached its goal in 0 of 40 episodes, actions held for 25 steps in
-            38 of 40 (README); Meta-World does not.
+            38 of 40 (README); Meta-World does not (`sac_data_config` applies the environment's
+            defaults, `cvl_eval.envs.defaults`).
         updates_per_step: SAC updates after each env step once warm-up is over (not in the paper).
         sac: the SAC learner's config: batch size 512, lr 3e-4, 256x256 DenseNet MLPs, discount
             0.99, grad-norm clip 100 (paper table 1), twin Q, automatic entropy tuning.
@@ -72,7 +74,13 @@ class SACDataConfig:
 
     def to_json(self) -> dict[str, Any]:
         """The config as JSON data (tuples become lists)."""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+        return to_json_data(self)
+
+
+def sac_data_config(env: str, **fields: Any) -> SACDataConfig:
+    """`SACDataConfig` of ``env`` with its environment's defaults (`cvl_eval.envs.defaults`, e.g.
+    Mountain Car's held warm-up actions), then ``fields`` on top."""
+    return SACDataConfig(env, **{**env_defaults(env).sac_data, **fields})
 
 
 @dataclass(frozen=True)

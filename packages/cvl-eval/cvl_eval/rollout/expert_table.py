@@ -1,10 +1,8 @@
-"""Scripted Meta-World experts and the expert-return table used to normalise scores.
+"""Recomputing the expert-return table (`cvl_eval.envs.expert_scores`) by evaluating the scripted
+experts with `evaluate_policy`::
 
-``normalized_score(task, raw) = raw / expert_mean_return(task)``: 1.0 is the scripted expert
-(``metaworld.policies.ENV_POLICY_MAP``) on the same evaluation protocol, 0.0 is zero return.
-The table ships in the package (``cvl_eval/data/expert_returns.json``) and is recomputed by::
-
-    python -m cvl_eval.experts --episodes 10 --processes 2 --out expert_returns.json
+    python -m cvl_eval.rollout.expert_table --episodes 20 --processes 2 \\
+        --out cvl_eval/envs/data/expert_returns.json
 """
 
 from __future__ import annotations
@@ -13,51 +11,17 @@ import argparse
 import json
 import sys
 import time
-import warnings
-from functools import cache
-from importlib import resources
 from importlib.metadata import version as package_version
 from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
-from cvl_eval.envs import TASK_NAMES, canonical_name
-from cvl_eval.rollout import evaluate_policy
+from cvl_eval.envs.experts import ScriptedExpert
+from cvl_eval.envs.make import TASK_NAMES, canonical_name
+from cvl_eval.rollout.evaluate import evaluate_policy
 
-EXPERT_TABLE_RESOURCE = "data/expert_returns.json"
-"""The packaged table, relative to this module's package (a literal path next to the module:
-Pants' asset inference finds the ``resources`` target from it)."""
-
-
-class ScriptedExpert:
-    """Batched wrapper of Meta-World's scripted policy for one task.
-
-    ``expert(obs)`` maps state observations (N, 39) to actions (N, 4) in [-1, 1] (float32). The
-    scripted policies are stateless, so rows from different episodes can share one call.
-    """
-
-    def __init__(self, task: str):
-        from metaworld.policies import ENV_POLICY_MAP
-
-        self.task = canonical_name(task)
-        if self.task not in ENV_POLICY_MAP:
-            raise ValueError(f"no scripted expert for {self.task!r}")
-        self._policy = ENV_POLICY_MAP[self.task]()
-
-    def act_one(self, obs: np.ndarray) -> np.ndarray:
-        """Action (4,) for one observation (39,)."""
-        with warnings.catch_warnings():
-            # "Constant(s) may be too high": the env clips actions to [-1, 1]; so do we.
-            warnings.simplefilter("ignore", UserWarning)
-            action = self._policy.get_action(np.asarray(obs, dtype=np.float64))
-        return np.clip(action, -1.0, 1.0).astype(np.float32)
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        obs = np.asarray(obs)
-        if obs.ndim != 2 or obs.shape[1] != 39:
-            raise ValueError(f"expected state observations (N, 39), got {obs.shape}")
-        return np.stack([self.act_one(o) for o in obs])
+__all__ = ["compute_expert_table", "expert_stats"]
 
 
 def expert_stats(
@@ -118,43 +82,16 @@ def compute_expert_table(
             "max_steps": max_steps,
             "metaworld_version": package_version("metaworld"),
             "seconds": round(time.time() - start, 1),
-            "command": f"python -m cvl_eval.experts --episodes {episodes} --seed {seed}",
+            "command": f"python -m cvl_eval.rollout.expert_table --episodes {episodes} --seed {seed}",
         },
         "tasks": {t: rows[t] for t in sorted(rows)},
     }
 
 
-@cache
-def load_expert_table() -> dict:
-    """The packaged expert table (see module docstring), read with importlib.resources."""
-    text = resources.files("cvl_eval").joinpath(EXPERT_TABLE_RESOURCE).read_text()
-    return json.loads(text)
-
-
-def expert_return(task: str) -> float:
-    """Mean return of the scripted expert on ``task`` (from the packaged table)."""
-    name = canonical_name(task)
-    tasks = load_expert_table()["tasks"]
-    if name not in tasks:
-        raise KeyError(f"{name!r} is not in the expert table (Meta-World tasks only)")
-    return float(tasks[name]["mean_return"])
-
-
-def normalized_score(task: str, raw_return: float | np.ndarray) -> float | np.ndarray:
-    """``raw_return / expert_return(task)``; keeps the shape of ``raw_return``.
-
-    Raw returns are the primary record everywhere; this is for cross-task aggregation.
-    """
-    reference = expert_return(task)
-    if isinstance(raw_return, np.ndarray):
-        return raw_return / reference
-    return float(raw_return) / reference
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point: recompute the expert table and write it as JSON."""
     parser = argparse.ArgumentParser(
-        prog="python -m cvl_eval.experts",
+        prog="python -m cvl_eval.rollout.expert_table",
         description="Recompute the expert-return table.",
     )
     parser.add_argument("--episodes", type=int, default=10, help="episodes per task")

@@ -23,9 +23,10 @@ committed after the checkpoint with their stored actions (the env is determinist
 reset seed and the actions; they are not written again) and continues: the datasets and the
 final learner equal an uninterrupted run's (bit for bit on CPU).
 
-Layout: `SACDataConfig` and `SACGenerationReport` live in `cvl_eval.sac_config`, one episode's
-loop in `cvl_eval.sac_episode`, the replay buffer and the checkpoints in `cvl_eval.sac_replay`;
-this module runs the generation and re-exports the public names (import them from here).
+Layout: `SACDataConfig` and `SACGenerationReport` live in `cvl_eval.datagen.sac.config`, one
+episode's loop in `cvl_eval.datagen.sac.episode`, the checkpoints in
+`cvl_eval.datagen.sac.checkpoints`; the replay buffer is `cvl_data.ReplayBuffer`, refilled on
+resumption from `cvl_data.open_committed`.
 """
 
 from __future__ import annotations
@@ -33,65 +34,55 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from cvl_eval.collect import Episode, dataset_spec, open_generation, write_episode
-from cvl_eval.envs import is_metaworld
-from cvl_eval.sac_config import SACDataConfig, SACGenerationReport
-from cvl_eval.sac_episode import run_sac_episode
-from cvl_eval.sac_replay import (
+from cvl_data import DatasetError, DatasetWriter, ReplayBuffer, open_committed
+from cvl_data.jsonio import package_versions
+from cvl_eval.datagen.recording import dataset_spec, open_generation, write_episode
+from cvl_eval.datagen.sac.checkpoints import (
     STATE_FILE,
     STATE_FORMAT,
-    ReplayBuffer,
-    committed_episodes,
     default_checkpoint_dir,
-    final_sac_dir,
     read_state,
     save_checkpoint,
 )
+from cvl_eval.datagen.sac.config import SACDataConfig, SACGenerationReport
+from cvl_eval.datagen.sac.episode import run_sac_episode
+from cvl_eval.envs.make import is_metaworld
+from cvl_eval.rollout.episode import Episode
 
-__all__ = [
-    "SACDataConfig",
-    "SACGenerationReport",
-    "default_checkpoint_dir",
-    "final_sac_dir",
-    "generate_sac",
-]
+__all__ = ["generate_sac"]
 
 # Config fields that may change between an interrupted run and its resumption.
 _RESUMABLE_CHANGES = ("device", "checkpoint_every", "num_threads")
 
-
-def _versions() -> dict[str, str]:
-    """Versions of the packages that shape the data (recorded in the provenance)."""
-    names = ("cvl-eval", "cvl-algos", "cvl-data", "cvl-models", "torch", "numpy")
-    return {name: _version_of(name) for name in (*names, "gymnasium", "metaworld", "mujoco")}
-
-
-def _version_of(name: str) -> str:
-    try:
-        return str(__import__(name.replace("-", "_")).__version__)
-    except (ImportError, AttributeError):
-        try:
-            return package_version(name)
-        except PackageNotFoundError:
-            return "unknown"
+PROVENANCE_PACKAGES = (
+    "cvl-eval",
+    "cvl-algos",
+    "cvl-data",
+    "cvl-models",
+    "torch",
+    "numpy",
+    "gymnasium",
+    "metaworld",
+    "mujoco",
+)
+"""Packages whose versions shape the data (recorded in the provenance)."""
 
 
 def _provenance(config: SACDataConfig, obs_kind: str) -> dict[str, Any]:
     return {
-        "generator": "cvl_eval.sac_generate.generate_sac",
+        "generator": "cvl_eval.datagen.sac.generate.generate_sac",
         "policy": "SAC (cvl_algos 'sac') trained online; dataset = its whole replay buffer",
         "config": config.to_json(),
         "seed": config.seed,
         "obs_kind": obs_kind,
-        "package_versions": _versions(),
+        "package_versions": package_versions(PROVENANCE_PACKAGES),
     }
 
 
@@ -140,11 +131,6 @@ def generate_sac(
 
 def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_episode):
     """`generate_sac`'s body (same arguments)."""
-    from tqdm import tqdm
-
-    from cvl_algos import load_learner, make_learner
-    from cvl_data import DatasetError, DatasetWriter
-
     start_time = time.perf_counter()
     ckpt = Path(checkpoint_dir) if checkpoint_dir is not None else default_checkpoint_dir(path)
     targets = [(Path(path), "state")] + ([(Path(pixel_path), "pixels")] if pixel_path else [])
@@ -163,12 +149,9 @@ def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_ep
         "returns": [],
         "successes": [],
     }
-    n0, frames = int(counters["episodes"]), int(counters["frames"])
-    returns, successes = list(counters["returns"]), list(counters["successes"])
-    if frames >= config.frames and all(p.exists() for p, _ in targets):
+    n0 = int(counters["episodes"])
+    if counters["frames"] >= config.frames and all(p.exists() for p, _ in targets):
         return _report(targets, ckpt, counters, n0, 0, time.perf_counter() - start_time)
-
-    frames_this_call = 0
     with open_generation(
         config.env,
         seed=config.seed,
@@ -178,34 +161,67 @@ def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_ep
         max_episode_steps=config.max_episode_steps,
         goals=config.goals,
     ) as (env, writers):
-        committed = {}
-        for p, kind in targets:
-            committed[p] = committed_episodes(p)
-            count = 0 if committed[p] is None else committed[p].num_episodes
-            if count < n0:
-                raise DatasetError(f"{p}: {count} episodes, behind its checkpoint's {n0}")
-            if not p.exists():
-                spec = dataset_spec(config.env, env, kind, _provenance(config, kind))
-                writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
-        # Episodes committed after the checkpoint are replayed with their stored actions.
-        ahead = max(committed.values(), key=lambda c: 0 if c is None else c.num_episodes)
-        obs_shape = env.observation_space.shape
-        if env.observation_space.dtype == np.uint8:
-            obs_shape = env.env.observation_space.shape
-        action_dim = int(np.prod(env.action_space.shape))
-        if state is None:
-            sac_kw = dataclasses.asdict(config.sac)
-            learner = make_learner(
-                "sac", obs_shape, action_dim, config.device, config.seed, **sac_kw
-            )
-        else:
-            learner = load_learner(ckpt / state["learner"], config.device, restore_global_rng=False)
-        buffer = ReplayBuffer(config.frames, obs_shape, action_dim, config.device)
-        for e in range(n0):  # reload the replay buffer from the dataset on disk
-            buffer.add_episode(committed[targets[0][0]].episode(e))
-        if buffer.size != frames:
-            raise DatasetError(f"{path}: {buffer.size} steps in {n0} episodes, checkpoint {frames}")
-        ckpt.mkdir(parents=True, exist_ok=True)
+        run = _open_run(env, writers, targets, config, counters, ckpt, durable)
+        frames_this_call = run.collect(progress, on_episode)
+    return _report(targets, ckpt, counters, n0, frames_this_call, time.perf_counter() - start_time)
+
+
+def _open_run(env, writers, targets, config: SACDataConfig, counters, ckpt: Path, durable: bool):
+    """The learner (new or from the checkpoint), the replay buffer refilled from the episodes
+    committed before the checkpoint, and the writers of the datasets still to finish."""
+    from cvl_algos import load_learner, make_learner
+
+    n0, frames = int(counters["episodes"]), int(counters["frames"])
+    committed = {}
+    for p, kind in targets:
+        committed[p] = open_committed(p)
+        count = 0 if committed[p] is None else committed[p].num_episodes
+        if count < n0:
+            raise DatasetError(f"{p}: {count} episodes, behind its checkpoint's {n0}")
+        if not p.exists():
+            spec = dataset_spec(config.env, env, kind, _provenance(config, kind))
+            writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
+    obs_shape = env.observation_space.shape
+    if env.observation_space.dtype == np.uint8:
+        obs_shape = env.env.observation_space.shape
+    action_dim = int(np.prod(env.action_space.shape))
+    if "learner" not in counters:
+        sac_kw = dataclasses.asdict(config.sac)
+        learner = make_learner("sac", obs_shape, action_dim, config.device, config.seed, **sac_kw)
+    else:
+        learner = load_learner(ckpt / counters["learner"], config.device, restore_global_rng=False)
+    buffer = ReplayBuffer(config.frames, obs_shape, action_dim, config.device)
+    for e in range(n0):  # reload the replay buffer from the dataset on disk
+        buffer.add_episode(committed[targets[0][0]].episode(e))
+    if buffer.size != frames:
+        raise DatasetError(f"{targets[0][0]}: {buffer.size} steps in {n0} episodes, checkpoint {frames}")
+    ckpt.mkdir(parents=True, exist_ok=True)
+    # Episodes committed after the checkpoint are replayed with their stored actions.
+    ahead = max(committed.values(), key=lambda c: 0 if c is None else c.num_episodes)
+    return _Run(env, writers, learner, buffer, ahead, config, counters, ckpt)
+
+
+@dataclass
+class _Run:
+    """One call's collection: env, writers, learner, buffer and the generation's counters."""
+
+    env: Any
+    writers: list
+    learner: Any
+    buffer: ReplayBuffer
+    ahead: Any
+    config: SACDataConfig
+    counters: dict[str, Any]
+    ckpt: Path
+
+    def collect(self, progress: bool, on_episode: Callable[[int, Episode], None] | None) -> int:
+        """Episodes until the frame budget is spent; returns the frames this call collected."""
+        from tqdm import tqdm
+
+        config, counters = self.config, self.counters
+        frames, e = int(counters["frames"]), int(counters["episodes"])
+        start = frames
+        returns, successes = list(counters["returns"]), list(counters["successes"])
         bar = tqdm(
             total=config.frames,
             initial=frames,
@@ -214,24 +230,21 @@ def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_ep
             disable=not progress,
             smoothing=0.05,
         )
-        e = n0
         while frames < config.frames:
             stored = None
-            if ahead is not None and e < ahead.num_episodes:
-                stored = np.asarray(ahead.episode(e)["actions"])
-            before = frames
+            if self.ahead is not None and e < self.ahead.num_episodes:
+                stored = np.asarray(self.ahead.episode(e)["actions"])
             episode, frames = run_sac_episode(
-                env, learner, buffer, config, e, frames, stored, lambda: bar.update(1)
+                self.env, self.learner, self.buffer, config, e, frames, stored, lambda: bar.update(1)
             )
-            frames_this_call += frames - before
-            for writer, kind in writers:
+            for writer, kind in self.writers:
                 if writer.num_episodes == e:
                     write_episode(writer, episode, kind)
             returns.append(episode.episode_return)
             successes.append(episode.success)
             counters.update(episodes=e + 1, frames=frames, returns=returns, successes=successes)
             if (e + 1) % config.checkpoint_every == 0 or frames >= config.frames:
-                counters["learner"] = save_checkpoint(ckpt, learner, counters)
+                counters["learner"] = save_checkpoint(self.ckpt, self.learner, counters)
             recent = slice(-10, None)
             postfix = {
                 "ep": e + 1,
@@ -243,7 +256,7 @@ def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_ep
                 on_episode(e, episode)
             e += 1
         bar.close()
-    return _report(targets, ckpt, counters, n0, frames_this_call, time.perf_counter() - start_time)
+        return frames - start
 
 
 def _report(targets, ckpt: Path, counters, resumed_from: int, frames: int, seconds: float):
@@ -251,7 +264,7 @@ def _report(targets, ckpt: Path, counters, resumed_from: int, frames: int, secon
         paths=tuple(str(p) for p, _ in targets),
         sac_dir=str(ckpt / counters["learner"]),
         num_episodes=int(counters["episodes"]),
-        num_steps=committed_episodes(targets[0][0]).num_steps,
+        num_steps=open_committed(targets[0][0]).num_steps,
         resumed_from=resumed_from,
         returns=tuple(float(r) for r in counters["returns"]),
         successes=tuple(bool(s) for s in counters["successes"]),

@@ -5,22 +5,28 @@ read as ``data_root``) and, with ``pixels``, ``<out_dir>/pixels/<task>`` (render
 episodes). Kinds:
 
 - ``scripted``: Meta-World's scripted expert with Gaussian action noise and epsilon-random
-  actions (`cvl_eval.generate.generate_scripted`); quick.
+  actions (`cvl_eval.datagen.scripted.generate_scripted`); quick.
 - ``sac``: the paper's protocol, SAC trained online for ``frames`` env steps, its whole replay
-  buffer is the dataset (`cvl_eval.sac_generate.generate_sac`); Meta-World tasks and
-  ``MountainCarContinuous-v0``. The final SAC is kept in ``<out_dir>/<task>.sac/``.
+  buffer is the dataset (`cvl_eval.datagen.sac.generate.generate_sac`); Meta-World tasks and
+  ``MountainCarContinuous-v0``, each with its environment's defaults (`cvl_eval.envs.defaults`:
+  Mountain Car's warm-up actions are held for 25 steps). The final SAC is kept in
+  ``<out_dir>/<task>.sac/``.
 
 Every generation resumes where an interrupted one stopped; finished datasets are skipped.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cvl_eval.train_setup import ConfigError
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.errors import ConfigError
 
 KINDS = ("scripted", "sac")
 
@@ -51,8 +57,9 @@ class GenerateConfig:
     """scripted: probability of a uniform-random action."""
     frames: int = 500_000
     """sac: env steps per task = transitions in the dataset (paper: 500k)."""
-    warmup_frames: int = 5_000
-    """sac: uniform-random actions before the policy acts."""
+    warmup_frames: int | None = None
+    """sac: uniform-random actions before the policy acts (at most ``frames``); None: the
+    environment's default (`cvl_eval.envs.defaults`; 5k, Mountain Car 10k held for 25 steps)."""
     device: str = "cpu"
     """sac: training device of SAC."""
     max_steps: int | None = None
@@ -62,8 +69,6 @@ class GenerateConfig:
 
 
 def _check(config: GenerateConfig) -> list[str]:
-    from cvl_eval.envs import canonical_name, is_metaworld
-
     if config.kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {config.kind!r}; choose one of {list(KINDS)}")
     if not config.tasks:
@@ -100,13 +105,11 @@ def dataset_paths(config: GenerateConfig, task: str) -> tuple[Path, Path | None]
 def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
     """Generate (or finish) every task's dataset; returns and writes ``<out_dir>/generation.json``
     entries per task: paths, episodes, transitions, mean return and success of this call."""
-    from cvl_eval.runs import read_json, write_json_atomic
-
     tasks = _check(config)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "generation.json"
-    log = read_json(log_path) if log_path.exists() else {}
+    log = json.loads(log_path.read_text()) if log_path.exists() else {}
     for index, task in enumerate(tasks):
         print(f"[{index + 1}/{len(tasks)}] {config.kind} dataset of {task}", flush=True)
         tick = time.monotonic()
@@ -131,7 +134,7 @@ def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
 
 def _generate_one(config: GenerateConfig, task: str, state_path: Path, pixel_path: Path | None):
     if config.kind == "scripted":
-        from cvl_eval.generate import ScriptedConfig, generate_scripted
+        from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 
         scripted = ScriptedConfig(
             task=task,
@@ -146,16 +149,27 @@ def _generate_one(config: GenerateConfig, task: str, state_path: Path, pixel_pat
         return generate_scripted(
             state_path, scripted, pixel_path=pixel_path, progress=config.progress
         )
-    from cvl_eval.sac_generate import SACDataConfig, generate_sac
+    from cvl_eval.datagen.sac.generate import generate_sac
 
-    sac = SACDataConfig(
-        env=task,
+    return generate_sac(
+        state_path, sac_config(config, task), pixel_path=pixel_path, progress=config.progress
+    )
+
+
+def sac_config(config: GenerateConfig, task: str):
+    """The `SACDataConfig` of ``task``: its environment's defaults, then the config's fields; the
+    warm-up never exceeds the frame budget."""
+    from cvl_eval.datagen.sac.config import sac_data_config
+
+    fields = {} if config.warmup_frames is None else {"warmup_frames": config.warmup_frames}
+    sac = sac_data_config(
+        task,
         frames=config.frames,
-        warmup_frames=min(config.warmup_frames, config.frames),
         seed=config.seed,
         device=config.device,
         max_episode_steps=config.max_steps,
         image_size=config.image_size,
         camera=config.camera,
+        **fields,
     )
-    return generate_sac(state_path, sac, pixel_path=pixel_path, progress=config.progress)
+    return dataclasses.replace(sac, warmup_frames=min(sac.warmup_frames, sac.frames))

@@ -12,14 +12,16 @@ and each episode seed picks one of them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from cvl_eval.collect import step_success
-from cvl_eval.envs import canonical_name, is_metaworld, make_env
+from cvl_eval.envs.expert_scores import normalized_score
+from cvl_eval.envs.make import canonical_name, is_metaworld, make_env
+from cvl_eval.rollout.episode import step_success
 
 DEFAULT_NUM_ENVS = 10
 """Environments stepped together by default (each pixel env holds an EGL context)."""
@@ -97,8 +99,6 @@ class EvalResult:
         """Returns divided by the scripted expert's mean return (Meta-World only, else None)."""
         if not is_metaworld(self.env_name):
             return None
-        from cvl_eval.experts import normalized_score
-
         return tuple(float(normalized_score(self.env_name, r)) for r in self.returns)
 
     def to_dict(self) -> dict:
@@ -179,62 +179,18 @@ def evaluate_policy(
         raise ValueError(f"num_episodes must be positive, got {num_episodes}")
     name = canonical_name(env_name)
     seeds = evaluation_seeds(seed, num_episodes)
+    env_kwargs = {
+        "seed": seed,
+        "pixels": pixels,
+        "image_size": image_size,
+        "camera": camera,
+        "keep_state": False,
+        "max_episode_steps": max_steps,
+        "goals": goals,
+    }
     n_envs = min(num_episodes, num_envs or DEFAULT_NUM_ENVS)
-    returns = np.zeros(num_episodes, dtype=np.float64)
-    successes = np.zeros(num_episodes, dtype=bool)
-    lengths = np.zeros(num_episodes, dtype=np.int64)
-
-    envs = []
-    try:
-        for _ in range(n_envs):
-            envs.append(
-                make_env(
-                    name,
-                    seed=seed,
-                    pixels=pixels,
-                    image_size=image_size,
-                    camera=camera,
-                    keep_state=False,
-                    max_episode_steps=max_steps,
-                    goals=goals,
-                )
-            )
-        action_dim = int(np.prod(envs[0].action_space.shape))
-        slot_episode: list[int] = [-1] * n_envs
-        slot_obs: list[np.ndarray | None] = [None] * n_envs
-        next_episode = 0
-
-        def start(k: int) -> None:
-            nonlocal next_episode
-            if next_episode >= num_episodes:
-                slot_episode[k] = -1
-                return
-            obs, _ = envs[k].reset(seed=seeds[next_episode])
-            slot_episode[k], slot_obs[k] = next_episode, obs
-            next_episode += 1
-
-        for k in range(n_envs):
-            start(k)
-        while True:
-            running = [k for k in range(n_envs) if slot_episode[k] >= 0]
-            if not running:
-                break
-            batch = np.stack([slot_obs[k] for k in running])
-            actions = _check_actions(policy(batch), len(running), action_dim)
-            for j, k in enumerate(running):
-                obs, reward, terminated, truncated, info = envs[k].step(actions[j])
-                e = slot_episode[k]
-                returns[e] += reward
-                lengths[e] += 1
-                successes[e] |= step_success(info, terminated)
-                if terminated or truncated:
-                    start(k)
-                else:
-                    slot_obs[k] = obs
-    finally:
-        for env in envs:
-            env.close()
-
+    with _opened_envs(name, n_envs, env_kwargs) as envs:
+        returns, successes, lengths = _run_episodes(envs, policy, seeds)
     return EvalResult(
         env_name=name,
         seed=seed,
@@ -244,6 +200,60 @@ def evaluate_policy(
         lengths=tuple(int(n) for n in lengths),
         pixels=pixels,
     )
+
+
+@contextmanager
+def _opened_envs(name: str, count: int, kwargs: dict) -> Iterator[list]:
+    """``count`` envs ``make_env(name, **kwargs)``, all closed when the block ends."""
+    envs = []
+    try:
+        for _ in range(count):
+            envs.append(make_env(name, **kwargs))
+        yield envs
+    finally:
+        for env in envs:
+            env.close()
+
+
+def _run_episodes(
+    envs: list, policy: Policy, seeds: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Episode ``i`` from reset seed ``seeds[i]`` in whichever env is free, the policy called once
+    per step on the running envs' stacked observations; (returns, successes, lengths)."""
+    num_episodes, n_envs = len(seeds), len(envs)
+    returns = np.zeros(num_episodes, dtype=np.float64)
+    successes = np.zeros(num_episodes, dtype=bool)
+    lengths = np.zeros(num_episodes, dtype=np.int64)
+    action_dim = int(np.prod(envs[0].action_space.shape))
+    slot_episode: list[int] = [-1] * n_envs
+    slot_obs: list[np.ndarray | None] = [None] * n_envs
+    next_episode = 0
+
+    def start(k: int) -> None:
+        nonlocal next_episode
+        if next_episode >= num_episodes:
+            slot_episode[k] = -1
+            return
+        obs, _ = envs[k].reset(seed=seeds[next_episode])
+        slot_episode[k], slot_obs[k] = next_episode, obs
+        next_episode += 1
+
+    for k in range(n_envs):
+        start(k)
+    while running := [k for k in range(n_envs) if slot_episode[k] >= 0]:
+        batch = np.stack([slot_obs[k] for k in running])
+        actions = _check_actions(policy(batch), len(running), action_dim)
+        for j, k in enumerate(running):
+            obs, reward, terminated, truncated, info = envs[k].step(actions[j])
+            e = slot_episode[k]
+            returns[e] += reward
+            lengths[e] += 1
+            successes[e] |= step_success(info, terminated)
+            if terminated or truncated:
+                start(k)
+            else:
+                slot_obs[k] = obs
+    return returns, successes, lengths
 
 
 def random_policy(action_dim: int, seed: int = 0) -> Policy:

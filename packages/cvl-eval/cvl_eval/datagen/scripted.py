@@ -1,7 +1,7 @@
 """Quick datasets from Meta-World's scripted experts, with action noise; resumable.
 
 Each episode ``e`` is a pure function of the config and ``e``: its reset seed is
-`episode_seed` ``(config.seed, e)`` and its noise RNG is
+`cvl_eval.datagen.recording.episode_seed` ``(config.seed, e)`` and its noise RNG is
 ``numpy.random.default_rng([config.seed, e])``. So an interrupted generation resumed with
 ``DatasetWriter(..., resume=True)`` writes exactly the episodes an uninterrupted run would have:
 episodes already committed are skipped, nothing is duplicated or lost.
@@ -12,17 +12,17 @@ Noise model (per step): ``a = clip(expert(s) + sigma * N(0, I), -1, 1)``; with p
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import version as package_version
 from pathlib import Path
 
 import numpy as np
 
-from cvl_eval.collect import Episode, dataset_spec, open_generation, run_episode, write_episode
-from cvl_eval.envs import canonical_name, is_metaworld
-from cvl_eval.experts import ScriptedExpert
+from cvl_data.jsonio import package_versions, to_json_data
+from cvl_eval.datagen.recording import dataset_spec, episode_seed, open_generation, write_episode
+from cvl_eval.envs.experts import ScriptedExpert
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.rollout.episode import Episode, run_episode
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,6 @@ class GenerationReport:
     successes: tuple[bool, ...]
 
 
-def episode_seed(seed: int, episode: int) -> int:
-    """Reset seed of episode ``episode`` of a generation seeded with ``seed``."""
-    return int(np.random.SeedSequence([seed, 0x6E4, episode]).generate_state(1)[0])
-
-
 def noisy_expert(
     expert: Callable[[np.ndarray], np.ndarray], sigma: float, epsilon: float, rng
 ) -> Callable[[np.ndarray], np.ndarray]:
@@ -104,15 +99,14 @@ def noisy_expert(
 
 
 def _provenance(config: ScriptedConfig, obs_kind: str) -> dict:
-    import cvl_eval
-
+    versions = package_versions(("cvl_eval", "metaworld"))
     return {
-        "generator": "cvl_eval.generate.generate_scripted",
+        "generator": "cvl_eval.datagen.scripted.generate_scripted",
         "policy": "metaworld.policies.ENV_POLICY_MAP + gaussian noise + epsilon-random",
-        "config": dataclasses.asdict(config),
+        "config": to_json_data(config),
         "obs_kind": obs_kind,
-        "cvl_eval_version": cvl_eval.__version__,
-        "metaworld_version": package_version("metaworld"),
+        "cvl_eval_version": versions["cvl_eval"],
+        "metaworld_version": versions["metaworld"],
     }
 
 

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cvl_eval.runs import RunFolder, read_json, write_json_atomic
-from cvl_eval.train_setup import ConfigError
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.envs.make import canonical_name
+from cvl_eval.errors import ConfigError
+from cvl_eval.rollout.evaluate import evaluate_policy
+from cvl_eval.runs.folder import RunFolder, read_json
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,6 @@ def _locate(path: Path) -> tuple[Path, dict[str, Any] | None]:
 
 def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
     """Evaluate; returns (and writes) the `EvalResult` dict plus where it came from."""
-    from cvl_eval.envs import canonical_name
-
     if config.episodes < 1:
         raise ConfigError(f"episodes must be >= 1, got {config.episodes}")
     checkpoint, run_config = _locate(Path(config.checkpoint))
@@ -77,8 +78,6 @@ def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
 
     learner = load_learner(checkpoint, device=config.device, restore_global_rng=False)
     pixels = len(learner.obs_shape) == 3  # image observations (H, W, C)
-    from cvl_eval.rollout import evaluate_policy
-
     result = evaluate_policy(
         task,
         lambda obs: learner.act(obs, deterministic=config.deterministic),
