@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from cvl_algos.common import LearnerBase
+from cvl_algos.base import LearnerBase
 from cvl_models import TanhGaussianPolicy
 
 __all__ = ["BCConfig", "BCLearner", "bc_loss"]
@@ -81,7 +81,8 @@ class BCLearner(LearnerBase):
 
     name = "bc"
     config_cls = BCConfig
-    sampler_kind = "transition"
+    needs_rewards = False
+    progress_metrics = ("bc_loss",)
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)

@@ -173,7 +173,7 @@ class CQLLearner(sac.SACLearner):
 
     name = "cql"
     config_cls = CQLConfig
-    sampler_kind = "transition"
+    offline = True
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
