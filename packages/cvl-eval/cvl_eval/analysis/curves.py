@@ -13,16 +13,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from cvl_eval.metric_plots import algorithm_colors, steps_label
+from cvl_eval.analysis.figures import algorithm_colors, save_figure, steps_label, use_agg
 
 REQUIRED_COLUMNS = ("algorithm", "task", "seed", "step", "return")
 
@@ -73,6 +69,7 @@ def plot_learning_curves(
 
     Also writes the plotted numbers next to the PNG as ``<path>.json``.
     """
+    use_agg()
     stats = curve_stats(records, ddof=ddof)
     algorithms = list(algorithms or sorted(stats["algorithm"].unique()))
     tasks = list(tasks or sorted(stats["task"].unique()))
@@ -104,10 +101,7 @@ def plot_learning_curves(
     handles = [Line2D([0], [0], color=colors[a], lw=2.5, label=a) for a in algorithms]
     fig.legend(handles=handles, loc="upper center", ncol=len(algorithms), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.7 * nrows + 0.5)))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    path = save_figure(fig, path, tight=False)
     numbers = stats[stats["task"].isin(tasks) & stats["algorithm"].isin(algorithms)]
     path.with_suffix(".json").write_text(json.dumps(numbers.to_dict(orient="records"), indent=1))
     return path

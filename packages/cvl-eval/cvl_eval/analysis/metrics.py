@@ -1,9 +1,9 @@
 """rliable aggregates over runs x tasks, with stratified bootstrap confidence intervals.
 
 Inputs are score matrices of shape (num_runs, num_tasks) per algorithm (normalised scores,
-e.g. `cvl_eval.experts.normalized_score`, so that 1.0 is the scripted expert), or
+e.g. `cvl_eval.envs.expert_scores.normalized_score`, so that 1.0 is the scripted expert), or
 (num_runs, num_tasks, num_points) for sample-efficiency curves. Every function returns plain
-JSON-able dicts; `cvl_eval.metric_plots` draws them.
+JSON-able dicts; `cvl_eval.analysis.plots` draws them.
 
 Where rliable's metric is a slow Python loop (probability of improvement, performance profiles,
 IQM per curve point), an equal vectorised function is passed to rliable's bootstrap instead; the
@@ -278,7 +278,7 @@ def score_matrix(
     Args:
         returns: per task, the returns of each run (same number of runs for every task).
         tasks: task order of the columns.
-        normalize: e.g. `cvl_eval.experts.normalized_score`; identity when None.
+        normalize: e.g. `cvl_eval.envs.expert_scores.normalized_score`; identity when None.
     """
     columns = []
     for task in tasks:

@@ -26,14 +26,16 @@ Choices (not fixed by the paper):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import torch
+
+from cvl_data.jsonio import to_json_data, write_json_atomic
+from cvl_eval.analysis.figures import save_figure, use_agg
 
 POSITION_RANGE = (-1.2, 0.6)
 """MountainCarContinuous-v0's position bounds."""
@@ -132,6 +134,18 @@ def q_at_states(learner, q_fn: QFn, states: np.ndarray, config: HeatmapConfig) -
     return torch.cat(out).numpy()
 
 
+def q_at_pairs(
+    q_fn: QFn, states: np.ndarray, actions: np.ndarray, device, batch: int
+) -> np.ndarray:
+    """Q at the replay's own (state, action) pairs, (N,) float64."""
+    out = []
+    for start in range(0, len(states), batch):
+        rows = slice(start, start + batch)
+        obs = torch.as_tensor(states[rows], device=device)
+        out.append(q_fn(obs, torch.as_tensor(actions[rows], device=device)).cpu().double())
+    return torch.cat(out).numpy()
+
+
 def symlog(q: np.ndarray) -> np.ndarray:
     """``sign(q) log(1 + |q|)``: the log of Q for Q >> 1, defined for Q <= 0 too."""
     return np.sign(q) * np.log1p(np.abs(q))
@@ -179,9 +193,7 @@ def plot_heatmaps(
     title: str = "",
 ) -> Path:
     """Two heatmaps over (position, velocity) side by side, with colorbars; saved as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    use_agg()
     import matplotlib.pyplot as plt
 
     extent = (*POSITION_RANGE, *VELOCITY_RANGE)
@@ -202,11 +214,7 @@ def plot_heatmaps(
         fig.colorbar(image, ax=ax, label=label)
     if title:
         fig.suptitle(title)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, tight=False)
 
 
 def _future(learner, dataset, config: HeatmapConfig):
@@ -262,15 +270,10 @@ def mountain_car_q_analysis(
         q_at_states(sac_learner, q_sac, states, config),
     )
 
-    def at_pairs(q_fn: QFn, device) -> np.ndarray:
-        out = []
-        for start in range(0, len(states), config.batch):
-            rows = slice(start, start + config.batch)
-            obs = torch.as_tensor(states[rows], device=device)
-            out.append(q_fn(obs, torch.as_tensor(actions[rows], device=device)).cpu().double())
-        return torch.cat(out).numpy()
-
-    rho_pairs = spearman(at_pairs(q_cvl, cvl_learner.device), at_pairs(q_sac, sac_learner.device))
+    rho_pairs = spearman(
+        q_at_pairs(q_cvl, states, actions, cvl_learner.device, config.batch),
+        q_at_pairs(q_sac, states, actions, sac_learner.device, config.batch),
+    )
 
     out_dir = Path(out_dir)
     overlay = states[np.random.default_rng(config.seed).permutation(len(states))[: config.overlay]]
@@ -285,31 +288,14 @@ def mountain_car_q_analysis(
         "spearman_states": None if np.isnan(rho_states) else rho_states,
         "spearman_pairs": None if np.isnan(rho_pairs) else rho_pairs,
         "num_states": len(states),
-        "config": asdict(config),
+        "config": to_json_data(config),
         "cvl_q_range": [float(cvl_raw.min()), float(cvl_raw.max())],
         "sac_q_range": [float(sac_raw.min()), float(sac_raw.max())],
         "cvl_estimator": getattr(getattr(cvl_learner, "config", None), "q_estimator", "twin_q"),
         "normalisation": "cvl: minmax(symlog(Q_NCE)); sac: minmax(Q); symlog = sign log1p|.|",
     }
-    json_path = out_dir / f"{name}.json"
-    json_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    json_path = write_json_atomic(out_dir / f"{name}.json", report, durable=False)
     return MountainCarAnalysis(png, json_path, rho_states, rho_pairs, cvl_grid, sac_grid)
-
-
-def mountain_car_sac_config(**overrides):
-    """`SACDataConfig` of the Mountain Car dataset: the paper's SAC protocol with 10k warm-up
-    frames of random actions held for 25 steps (i.i.d. random actions never reach the goal, so
-    SAC would never see the goal reward; see `SACDataConfig.warmup_action_repeat`)."""
-    from cvl_eval.envs import MOUNTAIN_CAR
-    from cvl_eval.sac_generate import SACDataConfig
-
-    kw = {"warmup_frames": 10_000, "warmup_action_repeat": 25, **overrides}
-    return SACDataConfig(MOUNTAIN_CAR, **kw)
-
-
-def mountain_car_cvl_overrides() -> dict[str, float]:
-    """Config overrides of CVL on Mountain Car (paper table 2): no behaviour cloning."""
-    return {"lambda_bc": 0.0}
 
 
 def analyze_mountain_car(
@@ -321,7 +307,8 @@ def analyze_mountain_car(
     device: str = "cpu",
 ) -> MountainCarAnalysis:
     """`mountain_car_q_analysis` from saved learners (``learner.save`` folders) and a dataset
-    folder; ``sac_dir`` is e.g. `cvl_eval.sac_generate.final_sac_dir` of the generation."""
+    folder; ``sac_dir`` is e.g. `cvl_eval.datagen.sac.checkpoints.final_sac_dir` of the
+    generation."""
     from cvl_algos import load_learner
     from cvl_data import open_dataset
 

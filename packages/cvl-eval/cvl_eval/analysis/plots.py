@@ -1,4 +1,5 @@
-"""PNG plots of the rliable results of `cvl_eval.metrics` (matplotlib Agg, rliable.plot_utils).
+"""PNG plots of the rliable results of `cvl_eval.analysis.metrics` (rliable.plot_utils; Agg chosen
+when a plot is drawn, `cvl_eval.analysis.figures.use_agg`).
 
 `write_rliable_report` computes every metric of a score dict, writes the numbers as JSON and
 one PNG per kind of plot, and returns the paths.
@@ -10,17 +11,14 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 from rliable import plot_utils
 
-from cvl_eval.metrics import (
+from cvl_eval.analysis.figures import algorithm_colors, save_figure, steps_label, use_agg
+from cvl_eval.analysis.metrics import (
     AGGREGATE_NAMES,
     DEFAULT_BOOTSTRAP,
     BootstrapConfig,
@@ -30,23 +28,7 @@ from cvl_eval.metrics import (
     sample_efficiency,
 )
 
-DPI = 150
 ROW_HEIGHT = 0.5  # inches per algorithm in the aggregate plot
-
-
-def algorithm_colors(algorithms: Sequence[str]) -> dict[str, tuple]:
-    """A fixed colour per algorithm (matplotlib's tab10, in the given order)."""
-    cmap = plt.get_cmap("tab10")
-    return {algo: cmap(i % 10) for i, algo in enumerate(algorithms)}
-
-
-def steps_label(value: float, _position: int = 0) -> str:
-    """Axis tick label for step counts: 0, 500, 20k, 1.5M."""
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:g}M"
-    if abs(value) >= 1e3:
-        return f"{value / 1e3:g}k"
-    return f"{value:g}"
 
 
 def _legend(ax, algorithms: Sequence[str]) -> None:
@@ -63,15 +45,9 @@ def _legend(ax, algorithms: Sequence[str]) -> None:
     )
 
 
-def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
 def plot_aggregates(aggregates: Mapping[str, Mapping], path: str | Path) -> Path:
     """Median / IQM / mean / optimality gap with CIs, one panel per metric."""
+    use_agg()
     algorithms = list(aggregates)
     points = {a: np.array([aggregates[a][m]["point"] for m in AGGREGATE_NAMES]) for a in algorithms}
     intervals = {
@@ -94,11 +70,12 @@ def plot_aggregates(aggregates: Mapping[str, Mapping], path: str | Path) -> Path
         row_height=ROW_HEIGHT,
         xlabel_y_coordinate=-0.55 / (ROW_HEIGHT * len(algorithms)),
     )
-    return _save(fig, Path(path))
+    return save_figure(fig, path)
 
 
 def plot_profiles(profiles: Mapping[str, Mapping], path: str | Path) -> Path:
     """Performance profiles (score distributions) with CI bands."""
+    use_agg()
     algorithms = list(profiles)
     taus = np.asarray(next(iter(profiles.values()))["tau"])
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -116,11 +93,12 @@ def plot_profiles(profiles: Mapping[str, Mapping], path: str | Path) -> Path:
         ax=ax,
     )
     _legend(ax, algorithms)
-    return _save(fig, Path(path))
+    return save_figure(fig, path)
 
 
 def plot_improvement(improvement: Mapping[str, Mapping], path: str | Path) -> Path:
     """P(X > Y) with CIs, one row per pair."""
+    use_agg()
     keys = list(improvement)
     fig, ax = plt.subplots(figsize=(5, 0.6 + 0.55 * len(keys)))
     plot_utils.plot_probability_of_improvement(
@@ -133,11 +111,12 @@ def plot_improvement(improvement: Mapping[str, Mapping], path: str | Path) -> Pa
     )
     ax.set_xlim(-0.02, 1.02)  # probabilities: one fixed scale across reports
     ax.set_xticks([0.0, 0.25, 0.5, 0.75, 1.0])
-    return _save(fig, Path(path))
+    return save_figure(fig, path)
 
 
 def plot_efficiency(curves: Mapping[str, Mapping], path: str | Path, xlabel: str) -> Path:
     """IQM vs training step with CI bands."""
+    use_agg()
     algorithms = list(curves)
     steps = np.asarray(next(iter(curves.values()))["steps"])
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -155,7 +134,7 @@ def plot_efficiency(curves: Mapping[str, Mapping], path: str | Path, xlabel: str
     )
     ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
     _legend(ax, algorithms)
-    return _save(fig, Path(path))
+    return save_figure(fig, path)
 
 
 def write_rliable_report(

@@ -1,9 +1,10 @@
 """Checks of the parts of a `TrainConfig`, each raising `ConfigError` with what to fix.
 
-`cvl_eval.train_setup.validate` runs them all: numbers in range (`check_numbers`), learner
-overrides (`parse_overrides`, `learner_overrides`), datasets read from their ``meta.json`` only
-(`read_dataset_spec`, `check_kind`), the device (`resolve_device`), the pretraining budget
-(`resolve_pretrain_steps`) and the run folder (`check_run_folder`).
+`cvl_eval.training.plan.validate` runs them all: the algorithm (`check_algorithm`), numbers in
+range (`check_numbers`), learner overrides (`parse_overrides`, `learner_overrides`), datasets read
+from their ``meta.json`` only (`read_dataset_spec`, `check_kind`, `check_data`), the device
+(`resolve_device`), the pretraining budget (`resolve_pretrain_steps`) and the run folder
+(`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cvl_eval.runs import RunFolder, read_json
-from cvl_eval.train_config import ConfigError, TrainConfig, config_as_json
+from cvl_algos import learner_class, offline_algorithms
+from cvl_algos.pretraining import has_pretraining_phase
+from cvl_data.jsonio import to_json_data
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder, read_json
+from cvl_eval.training.config import TrainConfig
 
 # Fields that may change when a stopped run is resumed (they do not change the result).
 RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard")
@@ -76,8 +81,6 @@ def resolve_device(device: str) -> str:
 def learner_overrides(config: TrainConfig) -> dict[str, Any]:
     """The learner config fields the run changes (``overrides``, ``hidden``, ``batch_size``),
     checked against the algorithm's config class."""
-    from cvl_algos import learner_class
-
     overrides = parse_overrides(config.overrides)
     for name, value in (("hidden", config.hidden), ("batch_size", config.batch_size)):
         if value is not None:
@@ -126,28 +129,69 @@ def check_kind(spec: Any, path: str, config: TrainConfig) -> None:
         )
 
 
-def resolve_pretrain_steps(config: TrainConfig, overrides: dict[str, Any]) -> int:
-    """Pretraining updates of the run (0 where the algorithm has no pretraining phase with
-    this data; refuses an explicit ``pretrain_steps`` there)."""
-    from cvl_algos import learner_class
+def check_algorithm(config: TrainConfig) -> type:
+    """The learner class of ``config.algorithm``, an offline algorithm of the registry."""
+    from cvl_algos import ALGORITHMS
 
-    default = overrides.get(
-        "pretrain_steps", getattr(learner_class(config.algorithm).config_cls(), "pretrain_steps", 0)
-    )
-    if config.algorithm in ("cvl", "cvl_mc"):
-        active = bool(config.pretrain_datasets)
-    elif config.algorithm == "cql_uds":
-        active = not config.pretrain_datasets  # with shared data UDS trains on the union
-    else:
-        active = False
-    if not active:
+    offline = offline_algorithms()
+    if config.algorithm not in offline:
+        online = config.algorithm in ALGORITHMS
+        hint = f" ({config.algorithm} is online: it generates datasets)" if online else ""
+        raise ConfigError(
+            f"unknown algorithm {config.algorithm!r}{hint}; choose one of {list(offline)}"
+        )
+    return learner_class(config.algorithm)
+
+
+def check_data(learner_cls: type, spec: Any, config: TrainConfig) -> None:
+    """The target has rewards where the learner needs them; related data only where the learner
+    has a pretraining phase."""
+    name = config.algorithm
+    if learner_cls.needs_rewards and not spec.has_rewards:
+        extra = ""
+        if learner_cls.pretraining == "related_tasks":
+            extra = f"; reward-free data can only serve as pretrain_datasets of {name}"
+        raise ConfigError(f"dataset {config.dataset} has no rewards, but {name} needs them{extra}")
+    if config.pretrain_datasets and learner_cls.pretraining == "none":
+        takers = [a for a in offline_algorithms() if learner_class(a).pretraining != "none"]
+        raise ConfigError(
+            f"{name} takes no pretraining data; pretrain_datasets work with {takers}"
+        )
+
+
+def read_pretrain_specs(spec: Any, config: TrainConfig) -> tuple[Any, ...]:
+    """The specs of the related tasks' datasets: of the expected kind, with the target's
+    observation and action shapes."""
+    specs = []
+    for path in config.pretrain_datasets:
+        other = read_dataset_spec(path)
+        check_kind(other, path, config)
+        if other.obs_shape != spec.obs_shape or other.action_shape != spec.action_shape:
+            raise ConfigError(
+                f"pretraining dataset {path} has observations {other.obs_shape} / actions "
+                f"{other.action_shape}, the target {spec.obs_shape} / {spec.action_shape}"
+            )
+        specs.append(other)
+    return tuple(specs)
+
+
+def resolve_pretrain_steps(
+    learner_cls: type, config: TrainConfig, overrides: dict[str, Any]
+) -> int:
+    """Pretraining updates of the run (0 where the learner has no pretraining phase with this
+    data, `cvl_algos.pretraining.has_pretraining_phase`; an explicit ``pretrain_steps`` is
+    refused there)."""
+    if not has_pretraining_phase(learner_cls.pretraining, bool(config.pretrain_datasets)):
         if config.pretrain_steps:
             raise ConfigError(
                 f"pretrain_steps={config.pretrain_steps} but {config.algorithm} has no "
-                "pretraining phase with this data (give pretrain_datasets to cvl/cvl_mc)"
+                "pretraining phase with this data (related-task pretraining needs "
+                "pretrain_datasets)"
             )
         return 0
-    return int(default if config.pretrain_steps is None else config.pretrain_steps)
+    if config.pretrain_steps is not None:
+        return int(config.pretrain_steps)
+    return int(overrides.get("pretrain_steps", learner_cls.config_cls().pretrain_steps))
 
 
 def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
@@ -165,7 +209,7 @@ def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
         return
     if run.config.is_file():
         stored = read_json(run.config)["train_config"]
-        current = config_as_json(config)
+        current = to_json_data(config)
         differ = sorted(
             k
             for k in set(stored) | set(current)

@@ -1,35 +1,20 @@
-"""The description of one offline training run: `TrainConfig`, and what goes with it.
+"""The description of one offline training run: `TrainConfig`, and what its callback sees.
 
-`TrainConfig` is the frozen, documented config of a run; the algorithm tables
-(`OFFLINE_ALGORITHMS`, `NEEDS_REWARDS`, `PRETRAINABLE`), the errors a run raises (`ConfigError`,
-`TrainingStopped`) and what its callback sees (`StepInfo`) live here too.
-`cvl_eval.train_setup` validates a config and opens its data; `cvl_eval.training` runs it.
+`TrainConfig` is the frozen, documented config of a run; `StepInfo` is what `train`'s callback
+sees after each update. The trainer knows no algorithm by name: what an algorithm needs (rewards,
+its pretraining phase, its sampler) comes from its learner class's declarations
+(`cvl_algos.base.LearnerBase`). `cvl_eval.training.plan` validates a config,
+`cvl_eval.training.loop` runs it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-OFFLINE_ALGORITHMS: tuple[str, ...] = ("bc", "cql", "cql_uds", "cvl", "cvl_mc")
-"""Algorithms `train` runs (every name of ``cvl_algos.ALGORITHMS`` except the online ``sac``)."""
-
-NEEDS_REWARDS = {"bc": False, "cql": True, "cql_uds": True, "cvl": True, "cvl_mc": True}
-"""Whether the target dataset must carry rewards (BC never reads them)."""
-
-PRETRAINABLE = ("cvl", "cvl_mc", "cql_uds")
-"""Algorithms that accept related-task (reward-free) data through ``pretrain_datasets``."""
+__all__ = ["TRAINER_STATE_VERSION", "StepInfo", "TrainConfig"]
 
 TRAINER_STATE_VERSION = 1
-
-
-class ConfigError(ValueError):
-    """A training (or sweep, or evaluation) config that cannot run; raised before any work."""
-
-
-class TrainingStopped(RuntimeError):
-    """A run stopped gracefully (signal or callback) after writing a checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +46,8 @@ class TrainConfig:
     out_dir: str
     """Run folder (config, logs, TensorBoard, checkpoints, results; see `cvl_eval.runs`)."""
     algorithm: str = "cvl"
-    """One of `OFFLINE_ALGORITHMS`: bc, cql, cql_uds, cvl (RFF), cvl_mc (no RFF)."""
+    """A registered offline algorithm (`cvl_algos.offline_algorithms`): bc, cql, cql_uds, cvl (RFF),
+    cvl_mc (no RFF), ..."""
     seed: int = 0
     """Seeds the learner's networks and RNG and the samplers."""
     steps: int = 100_000
@@ -69,15 +55,16 @@ class TrainConfig:
     task: str | None = None
     """Evaluation task; default: the dataset's. Given, it must match the dataset's task."""
     pretrain_datasets: tuple[str, ...] = ()
-    """Related tasks' datasets (rewards ignored). cvl/cvl_mc: critic-only pretraining on them
-    (reward-free; paper sec. 5.2); cql_uds: the shared data of UDS at reward 0."""
+    """Related tasks' datasets (rewards ignored), for learners with a pretraining phase
+    (`cvl_algos.pretraining`): ``related_tasks`` ones (cvl, cvl_mc) pretrain their critic on them
+    (reward-free; paper sec. 5.2); ``self`` ones (cql_uds) share them at reward 0 (UDS)."""
     pretrain_include_target: bool = True
-    """cvl/cvl_mc: also pretrain on the target's own data with its rewards hidden."""
+    """``related_tasks`` learners: also pretrain on the target's own data with rewards hidden."""
     pretrain_steps: int | None = None
     """Pretraining updates; default: the learner config's ``pretrain_steps`` (50k)."""
     label: str | None = None
     """Name of the run's algorithm in reports; default ``algorithm``, or
-    ``<algorithm>_pretrained`` for CVL with pretraining data."""
+    ``<algorithm>_pretrained`` for a ``related_tasks`` learner given related data."""
     observations: Literal["auto", "state", "pixels"] = "auto"
     """Expected observation kind; a dataset of the other kind is refused."""
     hidden: tuple[int, ...] | None = None
@@ -117,10 +104,3 @@ class TrainConfig:
     """Write TensorBoard events to ``<out_dir>/tb``."""
     verify_checksums: bool = False
     """Check the datasets' sha256 checksums when opening them (content checks always run)."""
-
-
-def config_as_json(config: Any) -> dict[str, Any]:
-    """A config dataclass as JSON data (tuples become lists), as ``config.json`` stores it."""
-    return {
-        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
-    }

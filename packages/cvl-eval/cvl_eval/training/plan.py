@@ -1,13 +1,10 @@
-"""What a training run needs before its first update: the config, its validation, the data.
+"""What a training run needs before its first update: its validation, its plan, its data.
 
-`TrainConfig` is the frozen, documented description of one run; `validate` checks it without
-doing any work (it reads only ``meta.json`` files) and returns a `Plan` (everything derived
-from the config and the datasets' specs); `build_sources` opens the datasets and builds the
-relabelled views each algorithm trains on; `cvl_eval.training` runs the loop.
-
-`TrainConfig`, the algorithm tables and the errors live in `cvl_eval.train_config`, the checks
-`validate` runs in `cvl_eval.train_checks`; this module re-exports their public names, so
-``from cvl_eval.train_setup import ConfigError, TrainConfig`` keeps working.
+`validate` checks a `TrainConfig` without doing any work (it reads only ``meta.json`` files) and
+returns a `Plan` (everything derived from the config, the datasets' specs and the learner class's
+declarations); `Plan.sources` opens the datasets and builds the views of the run's phases (the
+learner class's `training_data`); `Plan.samplers` builds the samplers the learner asks for
+(`make_sampler`). `cvl_eval.training.loop` runs the plan.
 """
 
 from __future__ import annotations
@@ -17,46 +14,29 @@ from typing import Any
 
 import numpy as np
 
-from cvl_eval.runs import RunFolder, versions
-from cvl_eval.train_checks import (
+from cvl_algos.pretraining import pretrained_label
+from cvl_data.jsonio import package_versions, to_json_data
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder
+from cvl_eval.training.checks import (
+    check_algorithm,
+    check_data,
     check_kind,
     check_numbers,
     check_run_folder,
     learner_overrides,
-    parse_overrides,
     read_dataset_spec,
+    read_pretrain_specs,
     resolve_device,
     resolve_pretrain_steps,
 )
-from cvl_eval.train_config import (
-    NEEDS_REWARDS,
-    OFFLINE_ALGORITHMS,
-    PRETRAINABLE,
-    TRAINER_STATE_VERSION,
-    ConfigError,
-    StepInfo,
-    TrainConfig,
-    TrainingStopped,
-    config_as_json,
-)
+from cvl_eval.training.config import TrainConfig
 
-__all__ = [
-    "NEEDS_REWARDS",
-    "OFFLINE_ALGORITHMS",
-    "PRETRAINABLE",
-    "TRAINER_STATE_VERSION",
-    "ConfigError",
-    "Plan",
-    "StepInfo",
-    "TrainConfig",
-    "TrainingStopped",
-    "build_sources",
-    "check_run_folder",
-    "learner_overrides",
-    "parse_overrides",
-    "read_dataset_spec",
-    "validate",
-]
+__all__ = ["RUN_VERSIONS", "Plan", "validate"]
+
+RUN_VERSIONS = ("cvl-data", "cvl-models", "cvl-algos", "cvl-eval", "torch", "metaworld")
+"""Packages whose versions every run folder records (``config.json``)."""
 
 
 @dataclass(frozen=True)
@@ -75,43 +55,39 @@ class Plan:
     image_size: int
     camera: str
     dataset_spec: Any
+    learner_cls: type
     pretrain_specs: tuple = field(default=())
 
-    def make_samplers(self, learner: Any, sources: dict[str, Any], seed: int) -> dict[str, Any]:
-        """The samplers the learner's ``sampler_kind`` needs, seeded from ``seed``."""
-        from cvl_data import ContrastiveSampler, TransitionSampler
+    def sources(self, config: TrainConfig) -> dict[str, Any]:
+        """Open the datasets: ``{"train": source, "pretrain": source or None}`` (the learner
+        class's `training_data`; no pretraining source when the run has no such phase)."""
+        from cvl_data import open_dataset
 
-        cfg = learner.config
+        target = open_dataset(config.dataset, verify=config.verify_checksums)
+        related = [open_dataset(p, verify=config.verify_checksums) for p in config.pretrain_datasets]
+        data = self.learner_cls.training_data(target, related, config.pretrain_include_target)
+        return {"train": data.train, "pretrain": data.pretrain if self.pretrain_steps else None}
+
+    def samplers(self, learner: Any, sources: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The learner's samplers (`make_sampler`) over the sources, seeded from ``seed``."""
         samplers = {}
         for index, (name, source) in enumerate(sources.items()):
             if source is None:
                 continue
             sampler_seed = int(np.random.SeedSequence([seed, 0x5A, index]).generate_state(1)[0])
-            if learner.sampler_kind == "contrastive":
-                samplers[name] = ContrastiveSampler(
-                    source,
-                    cfg.batch_size,
-                    discount=cfg.discount,
-                    device=self.device,
-                    mode=getattr(cfg, "sampler_mode", "uniform"),
-                    seed=sampler_seed,
-                )
-            else:
-                samplers[name] = TransitionSampler(
-                    source, cfg.batch_size, device=self.device, seed=sampler_seed
-                )
+            samplers[name] = learner.make_sampler(source, self.device, sampler_seed)
         return samplers
 
     def config_record(self, config: TrainConfig) -> dict[str, Any]:
         """What ``config.json`` holds."""
         return {
-            "train_config": config_as_json(config),
+            "train_config": to_json_data(config),
             "label": self.label,
             "task": self.task,
             "obs_kind": "pixels" if self.pixels else "state",
             "learner_overrides": self.overrides,
             "pretrain_steps": self.pretrain_steps,
-            "versions": versions(),
+            "versions": package_versions(RUN_VERSIONS),
         }
 
 
@@ -121,57 +97,22 @@ def validate(config: TrainConfig) -> Plan:
     Raises:
         ConfigError: with a message saying what is wrong and how to fix it.
     """
-    from cvl_eval.envs import canonical_name, is_metaworld
-
-    if config.algorithm not in OFFLINE_ALGORITHMS:
-        hint = " (sac is online: it generates datasets)" if config.algorithm == "sac" else ""
-        raise ConfigError(
-            f"unknown algorithm {config.algorithm!r}{hint}; choose one of {list(OFFLINE_ALGORITHMS)}"
-        )
+    learner_cls = check_algorithm(config)
     check_numbers(config)
     spec = read_dataset_spec(config.dataset)
     check_kind(spec, config.dataset, config)
-    try:
-        task = canonical_name(config.task or spec.task)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
-    if config.task is not None and canonical_name(spec.task) != task:
-        raise ConfigError(f"dataset {config.dataset} holds task {spec.task!r}, not {task!r}")
-    if NEEDS_REWARDS[config.algorithm] and not spec.has_rewards:
-        extra = (
-            "; reward-free data can only serve as pretrain_datasets of cvl/cvl_mc"
-            if config.algorithm in ("cvl", "cvl_mc")
-            else ""
-        )
-        raise ConfigError(
-            f"dataset {config.dataset} has no rewards, but {config.algorithm} needs them{extra}"
-        )
-    if config.pretrain_datasets and config.algorithm not in PRETRAINABLE:
-        raise ConfigError(
-            f"{config.algorithm} takes no pretraining data; pretrain_datasets work with "
-            f"{list(PRETRAINABLE)}"
-        )
-    pretrain_specs = []
-    for path in config.pretrain_datasets:
-        other = read_dataset_spec(path)
-        check_kind(other, path, config)
-        if other.obs_shape != spec.obs_shape or other.action_shape != spec.action_shape:
-            raise ConfigError(
-                f"pretraining dataset {path} has observations {other.obs_shape} / actions "
-                f"{other.action_shape}, the target {spec.obs_shape} / {spec.action_shape}"
-            )
-        pretrain_specs.append(other)
+    task = _task(config, spec)
+    check_data(learner_cls, spec, config)
+    pretrain_specs = read_pretrain_specs(spec, config)
     overrides = learner_overrides(config)
     device = resolve_device(config.device)
     pixels = spec.obs_kind == "pixels"
     if pixels and not is_metaworld(task):
         raise ConfigError(f"pixel evaluation exists for Meta-World tasks only, not {task}")
-    pretrain_steps = resolve_pretrain_steps(config, overrides)
-    label = config.label or (
-        f"{config.algorithm}_pretrained"
-        if config.pretrain_datasets and config.algorithm != "cql_uds"
-        else config.algorithm
-    )
+    pretrain_steps = resolve_pretrain_steps(learner_cls, config, overrides)
+    label = config.label or config.algorithm
+    if config.label is None and config.pretrain_datasets and learner_cls.pretraining == "related_tasks":
+        label = pretrained_label(config.algorithm)
     provenance = spec.provenance.get("config", {}) if isinstance(spec.provenance, dict) else {}
     plan = Plan(
         algorithm=config.algorithm,
@@ -186,25 +127,19 @@ def validate(config: TrainConfig) -> Plan:
         image_size=int(spec.obs_shape[0]) if pixels else 84,
         camera=config.camera or provenance.get("camera", "corner"),
         dataset_spec=spec,
-        pretrain_specs=tuple(pretrain_specs),
+        learner_cls=learner_cls,
+        pretrain_specs=pretrain_specs,
     )
     check_run_folder(config, RunFolder(config.out_dir))
     return plan
 
 
-def build_sources(plan: Plan, config: TrainConfig) -> dict[str, Any]:
-    """Open the datasets; ``{"train": source, "pretrain": source or None}`` for the learner."""
-    from cvl_data import concat_datasets, open_dataset, reward_free
-
-    target = open_dataset(config.dataset, verify=config.verify_checksums)
-    shared = [open_dataset(p, verify=config.verify_checksums) for p in config.pretrain_datasets]
-    if plan.algorithm == "cql_uds":
-        from cvl_algos import uds_datasets
-
-        uds = uds_datasets(target, shared)
-        return {"train": uds.train, "pretrain": uds.pretrain if plan.pretrain_steps else None}
-    pretrain = None
-    if plan.pretrain_steps and shared:
-        parts = ([target] if config.pretrain_include_target else []) + shared
-        pretrain = concat_datasets([reward_free(p) for p in parts])
-    return {"train": target, "pretrain": pretrain}
+def _task(config: TrainConfig, spec: Any) -> str:
+    """The evaluation task: the config's (it must be the dataset's) or the dataset's."""
+    try:
+        task = canonical_name(config.task or spec.task)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.task is not None and canonical_name(spec.task) != task:
+        raise ConfigError(f"dataset {config.dataset} holds task {spec.task!r}, not {task!r}")
+    return task
