@@ -141,27 +141,13 @@ def generate_scripted(
     Returns:
         A `GenerationReport`. Calling again on a finished dataset does nothing but report it.
     """
-    from tqdm import tqdm
+    from cvl_data import DatasetWriter, open_dataset
 
-    from cvl_data import DatasetError, DatasetWriter, open_dataset
-
-    targets = [(Path(path), "state")]
-    if pixel_path is not None:
-        targets.append((Path(pixel_path), "pixels"))
-    for p, _ in targets:
-        n = _finished_count(p)
-        if n is not None and n != config.num_episodes:
-            raise DatasetError(
-                f"{p}: finished with {n} episodes, the config asks for {config.num_episodes}"
-            )
-    todo = [(p, kind) for p, kind in targets if _finished_count(p) is None]
+    targets, todo = _targets(path, pixel_path, config)
     paths = tuple(str(p) for p, _ in targets)
     if not todo:  # already complete: nothing to do
         n_steps = open_dataset(targets[0][0], verify=False).num_steps
         return GenerationReport(paths, config.num_episodes, n_steps, config.num_episodes, (), ())
-
-    returns: list[float] = []
-    successes: list[bool] = []
     with open_generation(
         config.task,
         seed=config.seed,
@@ -175,29 +161,7 @@ def generate_scripted(
             spec = dataset_spec(config.task, env, kind, _provenance(config, kind))
             writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
         start = min(w.num_episodes for w, _ in writers)
-        expert = ScriptedExpert(config.task).act_one
-        bar = tqdm(
-            total=config.num_episodes,
-            initial=start,
-            desc=f"scripted {config.task}",
-            unit="ep",
-            disable=not progress,
-        )
-        for e in range(start, config.num_episodes):
-            rng = np.random.default_rng([config.seed, e])
-            act = noisy_expert(expert, config.noise_sigma, config.epsilon, rng)
-            episode = run_episode(env, act, episode_seed(config.seed, e))
-            for writer, kind in writers:
-                if writer.num_episodes == e:  # a writer may be one ahead after a crash
-                    write_episode(writer, episode, kind)
-            returns.append(episode.episode_return)
-            successes.append(episode.success)
-            postfix = {"ret": f"{np.mean(returns):.0f}", "success": f"{np.mean(successes):.2f}"}
-            bar.set_postfix(postfix, refresh=False)
-            bar.update(1)
-            if on_episode is not None:
-                on_episode(e, episode)
-        bar.close()
+        returns, successes = _episodes(env, writers, config, start, progress, on_episode)
     n_steps = open_dataset(targets[0][0], verify=False).num_steps
     return GenerationReport(
         paths=paths,
@@ -207,3 +171,52 @@ def generate_scripted(
         returns=tuple(returns),
         successes=tuple(successes),
     )
+
+
+def _targets(path, pixel_path, config: ScriptedConfig) -> tuple[list, list]:
+    """All ``(folder, obs_kind)`` targets, and those not finished yet (a finished one must hold
+    the config's number of episodes)."""
+    from cvl_data import DatasetError
+
+    targets = [(Path(path), "state")]
+    if pixel_path is not None:
+        targets.append((Path(pixel_path), "pixels"))
+    for p, _ in targets:
+        n = _finished_count(p)
+        if n is not None and n != config.num_episodes:
+            raise DatasetError(
+                f"{p}: finished with {n} episodes, the config asks for {config.num_episodes}"
+            )
+    return targets, [(p, kind) for p, kind in targets if _finished_count(p) is None]
+
+
+def _episodes(env, writers, config: ScriptedConfig, start: int, progress: bool, on_episode):
+    """Episodes ``start ..`` written to every writer that lacks them; (returns, successes)."""
+    from tqdm import tqdm
+
+    expert = ScriptedExpert(config.task).act_one
+    bar = tqdm(
+        total=config.num_episodes,
+        initial=start,
+        desc=f"scripted {config.task}",
+        unit="ep",
+        disable=not progress,
+    )
+    returns: list[float] = []
+    successes: list[bool] = []
+    for e in range(start, config.num_episodes):
+        rng = np.random.default_rng([config.seed, e])
+        act = noisy_expert(expert, config.noise_sigma, config.epsilon, rng)
+        episode = run_episode(env, act, episode_seed(config.seed, e))
+        for writer, kind in writers:
+            if writer.num_episodes == e:  # a writer may be one ahead after a crash
+                write_episode(writer, episode, kind)
+        returns.append(episode.episode_return)
+        successes.append(episode.success)
+        postfix = {"ret": f"{np.mean(returns):.0f}", "success": f"{np.mean(successes):.2f}"}
+        bar.set_postfix(postfix, refresh=False)
+        bar.update(1)
+        if on_episode is not None:
+            on_episode(e, episode)
+    bar.close()
+    return returns, successes

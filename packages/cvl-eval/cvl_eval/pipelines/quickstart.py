@@ -2,13 +2,14 @@
 
 `quickstart(QuickstartConfig())` (``./pants run experiments:quickstart``):
 
-1. generates a noisy-expert dataset on the task (`cvl_eval.generate`: the scripted expert with
-   Gaussian action noise and epsilon-random actions);
+1. generates a noisy-expert dataset on the task (`cvl_eval.datagen.scripted`: the scripted
+   expert with Gaussian action noise and epsilon-random actions);
 2. trains CVL and BC on it (`cvl_eval.training`: progress bars, TensorBoard/CSV logs, periodic
    evaluation, checkpoints);
 3. evaluates a uniform-random policy on the same evaluation episodes;
-4. writes the report (`cvl_eval.report`): per-task tables, learning curves, the rliable interval
-   plot (over evaluation episodes: one seed each) and ``summary.json``; prints a summary.
+4. writes the report (`cvl_eval.analysis.report`): per-task tables, learning curves, the rliable
+   interval plot (over evaluation episodes: one seed each) and ``summary.json``; prints a
+   summary.
 
 Everything lands in ``out_dir``; running it again continues (finished stages are skipped).
 The default budget takes about 3.5 minutes on 2 idle CPU cores (201 s measured; CVL 3623 return
@@ -18,13 +19,22 @@ and 100% success, BC 4036 / 100%, random 587 / 0% on drawer-open); see
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cvl_eval.runs import RunFolder, write_json_atomic, write_policy_run
-from cvl_eval.train_setup import ConfigError, TrainConfig, check_run_folder, learner_overrides
+from cvl_data.jsonio import to_json_data, write_json_atomic
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder
+from cvl_eval.runs.index import write_policy_run
+from cvl_eval.training.checks import check_run_folder, learner_overrides
+from cvl_eval.training.config import TrainConfig
+
+__all__ = ["QUICKSTART_CVL_OVERRIDES", "QuickstartConfig", "format_summary", "quickstart"]
 
 QUICKSTART_CVL_OVERRIDES: tuple[str, ...] = (
     'sampler_mode="uniform"',
@@ -88,8 +98,6 @@ class QuickstartConfig:
 
 
 def _check(config: QuickstartConfig) -> str:
-    from cvl_eval.envs import canonical_name, is_metaworld
-
     try:
         task = canonical_name(config.task)
     except ValueError as error:
@@ -126,11 +134,6 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
     """Run the quickstart; returns (and writes to ``summary.json``) the numbers and file paths."""
     import torch
 
-    from cvl_eval.generate import ScriptedConfig, generate_scripted
-    from cvl_eval.report import ReportConfig, report
-    from cvl_eval.rollout import evaluate_policy, random_policy
-    from cvl_eval.training import train, validate
-
     task = _check(config)
     root = Path(config.out_dir)
     for algorithm in ("cvl", "bc"):  # bad learner flags or a changed config: fail before work
@@ -138,39 +141,67 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
         learner_overrides(train_config)
         check_run_folder(train_config, RunFolder(train_config.out_dir))
     torch.set_num_threads(config.threads)
-    started = time.monotonic()
-    timings: dict[str, float] = {}
-
-    def stage(title: str) -> None:
-        print(f"\n[{time.monotonic() - started:6.1f}s] {title}", flush=True)
-
-    stage(f"1/4 noisy-expert dataset: {config.episodes} episodes of {task}")
-    tick = time.monotonic()
-    generation = generate_scripted(
-        root / "data" / task,
-        ScriptedConfig(
-            task=task,
-            num_episodes=config.episodes,
-            noise_sigma=config.noise_sigma,
-            epsilon=config.epsilon,
-            seed=config.seed,
-        ),
-        progress=config.progress,
-        durable=False,
-    )
-    timings["dataset_s"] = time.monotonic() - tick
-
+    stages = _Stages(time.monotonic())
+    with stages.stage("dataset_s", f"1/4 noisy-expert dataset: {config.episodes} episodes of {task}"):
+        generation = _dataset(config, task, root)
     results = {}
     for index, algorithm in enumerate(("cvl", "bc")):
-        train_config = _train_config(config, task, algorithm, root)
-        validate(train_config)  # fails now, before any training, on a bad flag
-        stage(f"{2 + index}/4 training {algorithm.upper()}: {config.steps} steps on CPU")
-        tick = time.monotonic()
-        results[algorithm] = train(train_config)
-        timings[f"{algorithm}_s"] = time.monotonic() - tick
+        title = f"{2 + index}/4 training {algorithm.upper()}: {config.steps} steps on CPU"
+        with stages.stage(f"{algorithm}_s", title):
+            results[algorithm] = _train(config, task, algorithm, root)
+    with stages.stage("random_and_report_s", "4/4 random policy, report"):
+        summary_report = _random_and_report(config, task, root)
+    stages.timings["total_s"] = time.monotonic() - stages.started
+    summary = _summary(config, task, root, generation, results, summary_report, stages.timings)
+    write_json_atomic(root / "summary.json", summary)
+    print(format_summary(summary), flush=True)
+    return summary
 
-    stage("4/4 random policy, report")
-    tick = time.monotonic()
+
+class _Stages:
+    """Timed, announced stages of the quickstart."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.timings: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def stage(self, key: str, title: str) -> Iterator[None]:
+        print(f"\n[{time.monotonic() - self.started:6.1f}s] {title}", flush=True)
+        tick = time.monotonic()
+        yield
+        self.timings[key] = time.monotonic() - tick
+
+
+def _dataset(config: QuickstartConfig, task: str, root: Path):
+    from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
+
+    scripted = ScriptedConfig(
+        task=task,
+        num_episodes=config.episodes,
+        noise_sigma=config.noise_sigma,
+        epsilon=config.epsilon,
+        seed=config.seed,
+    )
+    return generate_scripted(
+        root / "data" / task, scripted, progress=config.progress, durable=False
+    )
+
+
+def _train(config: QuickstartConfig, task: str, algorithm: str, root: Path) -> dict[str, Any]:
+    from cvl_eval.training.loop import train
+    from cvl_eval.training.plan import validate
+
+    train_config = _train_config(config, task, algorithm, root)
+    validate(train_config)  # fails now, before any training, on a bad flag
+    return train(train_config)
+
+
+def _random_and_report(config: QuickstartConfig, task: str, root: Path) -> dict[str, Any]:
+    """The random policy's run folder (same evaluation episodes), then the report of all three."""
+    from cvl_eval.analysis.report import ReportConfig, report
+    from cvl_eval.rollout.evaluate import evaluate_policy, random_policy
+
     action_dim = 4
     random_result = evaluate_policy(
         task,
@@ -182,7 +213,7 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
     write_policy_run(
         root / "runs" / "random", "random", task, random_result, config.seed, "uniform actions"
     )
-    summary_report = report(
+    return report(
         ReportConfig(
             runs=(str(root / "runs"),),
             out_dir=str(root / "report"),
@@ -192,14 +223,17 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
             title=f"Quickstart: CVL vs BC vs random on {task}",
         )
     )
-    timings["random_and_report_s"] = time.monotonic() - tick
-    timings["total_s"] = time.monotonic() - started
+
+
+def _summary(config, task, root, generation, results, summary_report, timings) -> dict[str, Any]:
+    """What ``summary.json`` holds: the dataset, each policy's final numbers, timings, files."""
     policies = {
         "cvl": results["cvl"]["final_eval"],
         "bc": results["bc"]["final_eval"],
         "random": RunFolder(root / "runs" / "random").read_results()["final_eval"],
     }
-    summary = {
+    files = summary_report["files"]
+    return {
         "task": task,
         "dataset": {
             "path": str(root / "data" / task),
@@ -225,18 +259,15 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
         "files": {
             "summary": str(root / "summary.json"),
-            "learning_curves": summary_report["files"].get("learning_curves_png"),
-            "rliable_intervals": summary_report["files"]["rliable_aggregates_png"],
-            "table": summary_report["files"]["table_md"],
-            "report": summary_report["files"]["report_md"],
+            "learning_curves": files.get("learning_curves_png"),
+            "rliable_intervals": files["rliable_aggregates_png"],
+            "table": files["table_md"],
+            "report": files["report_md"],
             "runs": str(root / "runs"),
             "tensorboard": f"tensorboard --logdir {root / 'runs'}",
         },
-        "config": {k: list(v) if isinstance(v, tuple) else v for k, v in vars(config).items()},
+        "config": to_json_data(config),
     }
-    write_json_atomic(root / "summary.json", summary)
-    print(format_summary(summary), flush=True)
-    return summary
 
 
 def format_summary(summary: dict[str, Any]) -> str:
