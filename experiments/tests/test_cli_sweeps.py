@@ -3,8 +3,6 @@
 import json
 import os
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import torch
 
 from experiments import generate, paper, sweep
@@ -60,7 +58,7 @@ def test_paper_preset_runs_data_sweep_and_report(tmp_path):
 
 
 def test_paper_presets_resolve_to_the_documented_budgets():
-    from cvl_eval.paper import PaperConfig, resolve
+    from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
 
     states = resolve(PaperConfig(experiment="metaworld_states", full=True))
     assert len(states["budget"].tasks) == 50 and states["budget"].seeds == (0, 1, 2, 3, 4)

@@ -4,12 +4,10 @@ on-disk Hypothesis database (tests write nothing outside tmp_path).
 Pants runs each test file in its own process, two at a time, so every file is independent.
 """
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import torch
 from hypothesis import settings
+
+import cvl_eval.envs  # noqa: F401 - chooses headless EGL (MUJOCO_GL) before MuJoCo is imported
 
 torch.set_num_threads(1)
 

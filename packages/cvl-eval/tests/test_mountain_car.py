@@ -10,17 +10,17 @@ import pytest
 from cvl_algos import load_learner, make_learner
 from cvl_algos.sac import SACConfig
 from cvl_data import ContrastiveSampler, open_dataset
-from cvl_eval.envs import MOUNTAIN_CAR
-from cvl_eval.mountain_car import (
+from cvl_eval.analysis.mountain_car import (
     HeatmapConfig,
     analyze_mountain_car,
     minmax,
-    mountain_car_cvl_overrides,
     mountain_car_q_analysis,
-    mountain_car_sac_config,
     symlog,
 )
-from cvl_eval.sac_generate import generate_sac
+from cvl_eval.datagen.sac.config import sac_data_config
+from cvl_eval.datagen.sac.generate import generate_sac
+from cvl_eval.envs.defaults import env_defaults
+from cvl_eval.envs.make import MOUNTAIN_CAR
 
 SMALL = HeatmapConfig(resolution=12, max_states=150, overlay=50)
 TINY_CVL = {"hidden": (16, 16), "latent_dim": 8, "num_rff_features": 64, "batch_size": 32}
@@ -30,7 +30,8 @@ TINY_CVL = {"hidden": (16, 16), "latent_dim": 8, "num_rff_features": 64, "batch_
 def generation(tmp_path_factory):
     """SAC on MountainCarContinuous-v0: 3 episodes of 60 steps, tiny networks."""
     path = tmp_path_factory.mktemp("mc") / "mc"
-    config = mountain_car_sac_config(
+    config = sac_data_config(
+        MOUNTAIN_CAR,
         frames=180,
         warmup_frames=40,
         sac=SACConfig(hidden=(16, 16), batch_size=32),
@@ -41,7 +42,7 @@ def generation(tmp_path_factory):
 
 
 def _cvl(dataset, name="cvl", steps=3, **overrides):
-    cvl = make_learner(name, (2,), 1, **{**TINY_CVL, **mountain_car_cvl_overrides(), **overrides})
+    cvl = make_learner(name, (2,), 1, **{**TINY_CVL, **env_defaults(MOUNTAIN_CAR).learner, **overrides})
     sampler = ContrastiveSampler(dataset, 32, mode="uniform", seed=0)
     for _ in range(steps):  # at least one update: xi starts at zero (Q_NCE = 0)
         cvl.update(sampler.sample())

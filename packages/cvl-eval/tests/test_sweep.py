@@ -3,17 +3,14 @@
 import dataclasses
 import json
 import multiprocessing
-import os
 import time
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest
 
-from cvl_eval.generate import ScriptedConfig, generate_scripted
-from cvl_eval.runs import RESULTS_FILE
-from cvl_eval.sweep import SweepConfig, expand, sweep
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
+from cvl_eval.runs.folder import RESULTS_FILE
+from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ offline dataset (paper appendix, "Dataset composition"; DESIGN.md sec. 2, "Basel
 MountainCarContinuous-v0 and writes every transition it collects, episode by episode as episodes
 end, through `cvl_data.DatasetWriter`: the dataset on disk is the replay buffer. With
 ``pixel_path`` the same run also writes a pixel dataset (frames rendered by
-`cvl_eval.pixels.PixelObservation`) with identical episodes; SAC itself acts and learns on states.
+`cvl_eval.envs.pixels.PixelObservation`) with identical episodes; SAC itself acts and learns on states.
 
 Protocol per env step: the first ``warmup_frames`` actions are uniform random, later ones are
 sampled from the SAC policy; the transition goes into the replay buffer (kept on the training
