@@ -5,7 +5,6 @@ not inside a run folder), runs N episodes with fixed seeds on its task and write
 per-episode returns, successes and lengths as JSON (`--out`; default inside the checkpoint).
 """
 
-
 from __future__ import annotations
 
 import sys

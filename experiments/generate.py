@@ -8,7 +8,6 @@ MountainCarContinuous-v0). `--pixels` also writes 84x84 frames (same episodes) t
 an interrupted generation resumes when the command is run again.
 """
 
-
 from __future__ import annotations
 
 import json

@@ -10,7 +10,6 @@ The default budget is a CPU-sized subset; `--full` is the paper's (all tasks, 5 
 `cvl_eval.pipelines.paper_presets.PRESETS`.
 """
 
-
 from __future__ import annotations
 
 import json

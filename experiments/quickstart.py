@@ -9,7 +9,6 @@ Flags choose the task, the budget and the output folder, e.g.
 Running it again in the same folder continues (finished stages are skipped).
 """
 
-
 from __future__ import annotations
 
 import sys

@@ -5,7 +5,6 @@ learning curves and the rliable figures (aggregate intervals, performance profil
 of improvement, sample efficiency).
 """
 
-
 from __future__ import annotations
 
 import sys

@@ -7,7 +7,6 @@ when the command is run again; `index.json` / `index.csv` list the results at th
 `cvl_pretrained` pretrains CVL on the reward-free data of related tasks found in the data root.
 """
 
-
 from __future__ import annotations
 
 import sys

@@ -7,7 +7,6 @@ bar, TensorBoard and CSV logs, periodic evaluation and checkpoints in the run fo
 Learner hyperparameters: `--hidden`, `--batch-size`, `--overrides key=value ...`.
 """
 
-
 from __future__ import annotations
 
 import json

@@ -5,8 +5,8 @@
 Learner classes and configs are importable from here too; they load on first access.
 """
 
-from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
 from cvl_algos.base import LearnerBase
+from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
 from cvl_algos.registry import (
     ALGORITHMS,
     learner_class,

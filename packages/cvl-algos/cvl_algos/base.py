@@ -155,14 +155,14 @@ class LearnerBase:
             )
         return TransitionSampler(source, cfg.batch_size, device=device, seed=seed)
 
-    @classmethod
     def training_data(
-        cls, target: Any, related: Sequence[Any] = (), include_target: bool = True
+        self, target: Any, related: Sequence[Any] = (), include_target: bool = True
     ) -> TrainingData:
         """The data of its phases from the target task's dataset (and related tasks' datasets,
-        which a learner without pretraining does not take)."""
+        which a learner without pretraining does not take). A learner that selects its data
+        (e.g. only the episodes of highest return) overrides it."""
         if related:
-            raise ValueError(f"{cls.name} takes no related tasks' data")
+            raise ValueError(f"{self.name} takes no related tasks' data")
         return TrainingData(train=target, pretrain=None)
 
     # -- randomness, compilation ---------------------------------------------------------------
@@ -265,18 +265,16 @@ class LearnerBase:
     ) -> LearnerBase:
         """Rebuild a learner saved by :meth:`save` on ``device``; its next update continues exactly.
 
-        The learner class is the one the checkpoint names (``learner_class``, imported by its
-        module path), so ``LearnerBase.load`` works for any learner; it must be ``cls`` or a
-        subclass of it. A class that cannot be imported by path (one defined inside a function)
-        falls back to ``cls`` when the saved algorithm name is ``cls.name``.
+        The learner class is ``cls`` when the saved algorithm name is ``cls.name``, else the one
+        the checkpoint names (``learner_class``, imported by its module path), so
+        ``LearnerBase.load`` works for any learner; it must be ``cls`` or a subclass of it.
+        `cvl_algos.registry.load_learner` starts from the class registered under the saved name.
         """
         state = read_checkpoint_state(dir)
         name = state["algorithm"]
-        learner_cls = _saved_class(state["learner_class"])
+        learner_cls = cls if cls.name == name else _saved_class(state["learner_class"])
         if learner_cls is None:
-            if cls.name != name:
-                raise ValueError(f"checkpoint of an unimportable learner class ({name!r}) at {dir}")
-            learner_cls = cls
+            raise ValueError(f"checkpoint of an unimportable learner class ({name!r}) at {dir}")
         if not issubclass(learner_cls, cls):
             raise TypeError(f"{cls.__name__}.load: {dir} holds a {learner_cls.__name__} ({name!r})")
         config = config_from_dict(learner_cls.config_cls, state["config"])

@@ -73,9 +73,8 @@ class PretrainingLearner(LearnerBase):
         super().load_extra_state(state)
         self.pretrain_steps = int(state.get("pretrain_steps", 0))
 
-    @classmethod
     def training_data(
-        cls, target: Any, related: Sequence[Any] = (), include_target: bool = True
+        self, target: Any, related: Sequence[Any] = (), include_target: bool = True
     ) -> TrainingData:
         """Related tasks' data (and the target's own unless ``include_target`` is False) with
         rewards hidden for the pretraining phase; the labelled target for finetuning."""

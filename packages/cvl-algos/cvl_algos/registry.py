@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from cvl_algos.base import LearnerBase
+from cvl_algos.checkpoint import read_checkpoint_state
 
 if TYPE_CHECKING:
     # Never executed; names the modules behind the import paths below so that Pants'
@@ -90,8 +91,11 @@ def make_learner(
 
 
 def load_learner(dir, device: str | torch.device = "cpu", restore_global_rng: bool = True):
-    """Load any learner saved with ``learner.save(dir)``; its class comes from the checkpoint."""
-    return LearnerBase.load(dir, device=device, restore_global_rng=restore_global_rng)
+    """Load any learner saved with ``learner.save(dir)``: the class registered under its saved
+    algorithm name (else the class the checkpoint names, `LearnerBase.load`)."""
+    name = read_checkpoint_state(dir)["algorithm"]
+    cls = learner_class(name) if name in ALGORITHMS else LearnerBase
+    return cls.load(dir, device=device, restore_global_rng=restore_global_rng)
 
 
 def offline_algorithms() -> tuple[str, ...]:

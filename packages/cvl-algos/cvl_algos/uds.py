@@ -83,9 +83,8 @@ class CQLUDSLearner(PretrainingLearner, CQLLearner):
         polyak_update(self.critic_target, self.critic, self.config.tau)
         return metrics
 
-    @classmethod
     def training_data(
-        cls, target: Any, related: Sequence[Any] = (), include_target: bool = True
+        self, target: Any, related: Sequence[Any] = (), include_target: bool = True
     ) -> TrainingData:
         """`uds_datasets` (the target is always part of UDS's data)."""
         return uds_datasets(target, related)

@@ -16,8 +16,6 @@ An unfinished one is ``<name>.partial/`` with ``progress.json`` instead of ``met
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -172,9 +172,7 @@ class DatasetWriter:
                 )
         self._open_files()
         if source == meta_file:  # finished but not yet renamed: keep it resumable
-            write_json_atomic(
-                progress_file, self._progress(), self.durable, True, sort_keys=True
-            )
+            write_json_atomic(progress_file, self._progress(), self.durable, True, sort_keys=True)
             meta_file.unlink()
 
     def _open_files(self) -> None:

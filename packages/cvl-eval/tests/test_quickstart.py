@@ -5,12 +5,12 @@ import os
 
 import pytest
 
+from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.quickstart import (
     QUICKSTART_CVL_OVERRIDES,
     QuickstartConfig,
     quickstart,
 )
-from cvl_eval.errors import ConfigError
 
 TINY = dict(
     task="reach",

@@ -2,6 +2,7 @@
 
 import csv
 import json
+
 import numpy as np
 import pytest
 

@@ -2,6 +2,7 @@
 valid datasets, exact resumption after interruptions, pixels alongside states."""
 
 import dataclasses
+
 import numpy as np
 import pytest
 import torch

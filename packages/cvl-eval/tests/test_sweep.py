@@ -8,9 +8,9 @@ import time
 import pytest
 
 from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
-from cvl_eval.runs.folder import RESULTS_FILE
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
+from cvl_eval.runs.folder import RESULTS_FILE
 
 
 @pytest.fixture(scope="module")

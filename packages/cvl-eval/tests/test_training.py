@@ -1,6 +1,7 @@
 """The training loop on real (tiny) Meta-World datasets: run folders, exact resume, validation."""
 
 import json
+
 import numpy as np
 import pytest
 import torch

@@ -49,5 +49,3 @@ def save_figure(fig, path: str | Path, dpi: int = DPI, tight: bool = True) -> Pa
     fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
     plt.close(fig)
     return path
-
-

@@ -22,7 +22,6 @@ episodes of the final evaluation play the role of runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

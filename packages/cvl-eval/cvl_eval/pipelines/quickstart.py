@@ -142,7 +142,9 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
         check_run_folder(train_config, RunFolder(train_config.out_dir))
     torch.set_num_threads(config.threads)
     stages = _Stages(time.monotonic())
-    with stages.stage("dataset_s", f"1/4 noisy-expert dataset: {config.episodes} episodes of {task}"):
+    with stages.stage(
+        "dataset_s", f"1/4 noisy-expert dataset: {config.episodes} episodes of {task}"
+    ):
         generation = _dataset(config, task, root)
     results = {}
     for index, algorithm in enumerate(("cvl", "bc")):

@@ -43,6 +43,7 @@ FINAL_DIR = "final"
 TRAINER_STATE_FILE = "trainer.json"
 LOG_FILE = "train.log"
 
+
 def read_json(path: str | Path) -> Any:
     """The JSON document at ``path``."""
     with open(path) as handle:

@@ -154,9 +154,7 @@ def check_data(learner_cls: type, spec: Any, config: TrainConfig) -> None:
         raise ConfigError(f"dataset {config.dataset} has no rewards, but {name} needs them{extra}")
     if config.pretrain_datasets and learner_cls.pretraining == "none":
         takers = [a for a in offline_algorithms() if learner_class(a).pretraining != "none"]
-        raise ConfigError(
-            f"{name} takes no pretraining data; pretrain_datasets work with {takers}"
-        )
+        raise ConfigError(f"{name} takes no pretraining data; pretrain_datasets work with {takers}")
 
 
 def read_pretrain_specs(spec: Any, config: TrainConfig) -> tuple[Any, ...]:

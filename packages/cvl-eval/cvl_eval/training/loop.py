@@ -25,7 +25,6 @@ SIGINT/SIGTERM stop a run gracefully (checkpoint at the next step boundary, then
 `TrainingStopped`); a second signal interrupts at once.
 """
 
-
 from __future__ import annotations
 
 import contextlib

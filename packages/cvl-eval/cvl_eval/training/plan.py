@@ -3,7 +3,7 @@
 `validate` checks a `TrainConfig` without doing any work (it reads only ``meta.json`` files) and
 returns a `Plan` (everything derived from the config, the datasets' specs and the learner class's
 declarations); `Plan.sources` opens the datasets and builds the views of the run's phases (the
-learner class's `training_data`); `Plan.samplers` builds the samplers the learner asks for
+learner's `training_data`); `Plan.samplers` builds the samplers the learner asks for
 (`make_sampler`). `cvl_eval.training.loop` runs the plan.
 """
 
@@ -58,14 +58,16 @@ class Plan:
     learner_cls: type
     pretrain_specs: tuple = field(default=())
 
-    def sources(self, config: TrainConfig) -> dict[str, Any]:
-        """Open the datasets: ``{"train": source, "pretrain": source or None}`` (the learner
-        class's `training_data`; no pretraining source when the run has no such phase)."""
+    def sources(self, config: TrainConfig, learner: Any) -> dict[str, Any]:
+        """Open the datasets: ``{"train": source, "pretrain": source or None}`` (the learner's
+        `training_data`; no pretraining source when the run has no such phase)."""
         from cvl_data import open_dataset
 
         target = open_dataset(config.dataset, verify=config.verify_checksums)
-        related = [open_dataset(p, verify=config.verify_checksums) for p in config.pretrain_datasets]
-        data = self.learner_cls.training_data(target, related, config.pretrain_include_target)
+        related = [
+            open_dataset(p, verify=config.verify_checksums) for p in config.pretrain_datasets
+        ]
+        data = learner.training_data(target, related, config.pretrain_include_target)
         return {"train": data.train, "pretrain": data.pretrain if self.pretrain_steps else None}
 
     def samplers(self, learner: Any, sources: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -111,7 +113,11 @@ def validate(config: TrainConfig) -> Plan:
         raise ConfigError(f"pixel evaluation exists for Meta-World tasks only, not {task}")
     pretrain_steps = resolve_pretrain_steps(learner_cls, config, overrides)
     label = config.label or config.algorithm
-    if config.label is None and config.pretrain_datasets and learner_cls.pretraining == "related_tasks":
+    if (
+        config.label is None
+        and config.pretrain_datasets
+        and learner_cls.pretraining == "related_tasks"
+    ):
         label = pretrained_label(config.algorithm)
     provenance = spec.provenance.get("config", {}) if isinstance(spec.provenance, dict) else {}
     plan = Plan(

@@ -138,7 +138,6 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
     """Build (or restore from the latest checkpoint) the learner, samplers and logger."""
     from cvl_algos import load_learner, make_learner
 
-    sources = plan.sources(config)
     checkpoint = run.latest_checkpoint() if config.resume else None
     if checkpoint is not None:
         learner = load_learner(checkpoint, device=plan.device)
@@ -153,7 +152,7 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
             **plan.overrides,
         )
         trainer = None
-    samplers = plan.samplers(learner, sources, config.seed)
+    samplers = plan.samplers(learner, plan.sources(config, learner), config.seed)
     wall_before = 0.0
     last_eval = None
     if trainer is not None:

@@ -194,7 +194,9 @@ def _open_run(env, writers, targets, config: SACDataConfig, counters, ckpt: Path
     for e in range(n0):  # reload the replay buffer from the dataset on disk
         buffer.add_episode(committed[targets[0][0]].episode(e))
     if buffer.size != frames:
-        raise DatasetError(f"{targets[0][0]}: {buffer.size} steps in {n0} episodes, checkpoint {frames}")
+        raise DatasetError(
+            f"{targets[0][0]}: {buffer.size} steps in {n0} episodes, checkpoint {frames}"
+        )
     ckpt.mkdir(parents=True, exist_ok=True)
     # Episodes committed after the checkpoint are replayed with their stored actions.
     ahead = max(committed.values(), key=lambda c: 0 if c is None else c.num_episodes)
@@ -235,7 +237,14 @@ class _Run:
             if self.ahead is not None and e < self.ahead.num_episodes:
                 stored = np.asarray(self.ahead.episode(e)["actions"])
             episode, frames = run_sac_episode(
-                self.env, self.learner, self.buffer, config, e, frames, stored, lambda: bar.update(1)
+                self.env,
+                self.learner,
+                self.buffer,
+                config,
+                e,
+                frames,
+                stored,
+                lambda: bar.update(1),
             )
             for writer, kind in self.writers:
                 if writer.num_episodes == e:
