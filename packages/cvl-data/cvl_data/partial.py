@@ -53,14 +53,4 @@ def open_committed(path: str | os.PathLike[str]) -> Dataset | None:
         if file.stat().st_size < need:
             raise DatasetError(f"{file}: shorter than its {episodes} committed episodes")
         arrays[name] = np.memmap(file, layout.dtype, mode="r", offset=HEADER_BYTES, shape=shape)
-    return Dataset(
-        path=partial,
-        spec=spec,
-        meta=progress,
-        observations=arrays["observations"],
-        actions=arrays["actions"],
-        rewards=arrays.get("rewards"),
-        terminated=arrays["terminated"],
-        truncated=arrays["truncated"],
-        episode_offsets=np.array(arrays["episode_offsets"]),
-    )
+    return Dataset.from_fields(partial, spec, progress, arrays)

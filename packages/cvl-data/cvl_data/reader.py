@@ -61,6 +61,24 @@ class Dataset:
     def task_names(self) -> tuple[str, ...]:
         return (self.spec.task,)
 
+    @classmethod
+    def from_fields(
+        cls, path: Path, spec: DatasetSpec, meta: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> Dataset:
+        """A dataset from its field arrays (`cvl_data.layout.field_layouts` names; no
+        ``rewards`` for a reward-free one); the episode offsets are loaded into memory."""
+        return cls(
+            path=path,
+            spec=spec,
+            meta=meta,
+            observations=arrays["observations"],
+            actions=arrays["actions"],
+            rewards=arrays.get("rewards"),
+            terminated=arrays["terminated"],
+            truncated=arrays["truncated"],
+            episode_offsets=np.array(arrays["episode_offsets"]),
+        )
+
     def chunks(self, field: str) -> Iterator[np.ndarray]:
         """The field as consecutive blocks (one here); see `cvl_data.source.EpisodeSource`."""
         array = getattr(self, field)
@@ -201,14 +219,4 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
         if name in arrays:
             check_finite(arrays[name], label(name))
     check_action_bounds(arrays["actions"], spec, label("actions"))
-    return Dataset(
-        path=path,
-        spec=spec,
-        meta=meta,
-        observations=arrays["observations"],
-        actions=arrays["actions"],
-        rewards=arrays.get("rewards"),
-        terminated=arrays["terminated"],
-        truncated=arrays["truncated"],
-        episode_offsets=np.array(arrays["episode_offsets"]),
-    )
+    return Dataset.from_fields(path, spec, meta, arrays)

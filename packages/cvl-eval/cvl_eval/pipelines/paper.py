@@ -10,11 +10,10 @@ continued by running the same command again.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
-from cvl_data.jsonio import write_json_atomic
+from cvl_data.jsonio import to_json_data, write_json_atomic
 from cvl_eval.datagen.dispatch import GenerateConfig, generate_datasets
 from cvl_eval.envs.make import MOUNTAIN_CAR
 from cvl_eval.pipelines.paper_presets import Budget, PaperConfig, resolve
@@ -86,7 +85,7 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
     result = {
         "experiment": config.experiment,
         "full": config.full,
-        "budget": dataclasses.asdict(budget),
+        "budget": to_json_data(budget),
         "generation": generation,
         "sweep": sweep_record,
         "report": summary["files"],

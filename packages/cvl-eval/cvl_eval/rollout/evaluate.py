@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from cvl_data.jsonio import to_json_data
 from cvl_eval.envs.expert_scores import normalized_score
 from cvl_eval.envs.make import canonical_name, is_metaworld, make_env
 from cvl_eval.rollout.episode import step_success
@@ -103,8 +104,7 @@ class EvalResult:
 
     def to_dict(self) -> dict:
         """Plain dict: the per-episode lists plus a ``summary`` of means."""
-        out = asdict(self)
-        out = {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+        out = to_json_data(self)
         normalized = self.normalized_returns()
         out["summary"] = {
             "mean_return": self.mean_return,

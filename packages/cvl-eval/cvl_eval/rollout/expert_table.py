@@ -11,12 +11,12 @@ import argparse
 import json
 import sys
 import time
-from importlib.metadata import version as package_version
 from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
 
+from cvl_data.jsonio import package_versions
 from cvl_eval.envs.experts import ScriptedExpert
 from cvl_eval.envs.make import TASK_NAMES, canonical_name
 from cvl_eval.rollout.evaluate import evaluate_policy
@@ -80,7 +80,7 @@ def compute_expert_table(
             "episodes_per_task": episodes,
             "evaluation_seed": seed,
             "max_steps": max_steps,
-            "metaworld_version": package_version("metaworld"),
+            "metaworld_version": package_versions(("metaworld",))["metaworld"],
             "seconds": round(time.time() - start, 1),
             "command": f"python -m cvl_eval.rollout.expert_table --episodes {episodes} --seed {seed}",
         },
