@@ -88,16 +88,17 @@ def write_episode(writer, episode: Episode, obs_kind: str = "state") -> None:
 
 @contextmanager
 def open_generation(
-    env_name: str, **make_env_kwargs: Any
+    env_name: str, pixels: bool, env_options: dict[str, Any]
 ) -> Iterator[tuple[gym.Env, list[tuple[DatasetWriter, str]]]]:
     """The env of one dataset generation and the list of ``(writer, obs_kind)`` it fills.
 
-    The env is ``make_env(env_name, keep_state=True, **make_env_kwargs)`` (a pixel env also
-    reports its state). The caller appends the `cvl_data.DatasetWriter` s it opens to the list;
-    when the block ends without an exception every writer is finished; in any case every writer
-    is then closed, and the env last.
+    The env is ``make_env(env_name, pixels=pixels, keep_state=True, **env_options)`` (a pixel env
+    also reports its state; the options come from the generation's config, ``env_options()``).
+    The caller appends the `cvl_data.DatasetWriter` s it opens to the list; when the block ends
+    without an exception every writer is finished; in any case every writer is then closed, and
+    the env last.
     """
-    env = make_env(env_name, keep_state=True, **make_env_kwargs)
+    env = make_env(env_name, pixels=pixels, keep_state=True, **env_options)
     writers: list[tuple[DatasetWriter, str]] = []
     try:
         yield env, writers

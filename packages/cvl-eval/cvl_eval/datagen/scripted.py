@@ -51,6 +51,11 @@ class ScriptedConfig:
     image_size: int = 84
     camera: str = "corner"
 
+    def env_options(self) -> dict:
+        """`make_env` options of the generation's env (besides ``pixels``)."""
+        options = {"seed": self.seed, "goals": self.goals, "max_episode_steps": self.max_steps}
+        return {**options, "image_size": self.image_size, "camera": self.camera}
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "task", canonical_name(self.task))
         if not is_metaworld(self.task):
@@ -148,15 +153,10 @@ def generate_scripted(
     if not todo:  # already complete: nothing to do
         n_steps = open_dataset(targets[0][0], verify=False).num_steps
         return GenerationReport(paths, config.num_episodes, n_steps, config.num_episodes, (), ())
-    with open_generation(
-        config.task,
-        seed=config.seed,
-        pixels=pixel_path is not None,
-        image_size=config.image_size,
-        camera=config.camera,
-        max_episode_steps=config.max_steps,
-        goals=config.goals,
-    ) as (env, writers):
+    with open_generation(config.task, pixel_path is not None, config.env_options()) as (
+        env,
+        writers,
+    ):
         for p, kind in todo:
             spec = dataset_spec(config.task, env, kind, _provenance(config, kind))
             writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))

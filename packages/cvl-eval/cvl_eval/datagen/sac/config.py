@@ -72,6 +72,15 @@ class SACDataConfig:
         if self.checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
 
+    def env_options(self) -> dict[str, Any]:
+        """`make_env` options of the generation's env (besides ``pixels``)."""
+        options = {
+            "seed": self.seed,
+            "goals": self.goals,
+            "max_episode_steps": self.max_episode_steps,
+        }
+        return {**options, "image_size": self.image_size, "camera": self.camera}
+
     def to_json(self) -> dict[str, Any]:
         """The config as JSON data (tuples become lists)."""
         return to_json_data(self)

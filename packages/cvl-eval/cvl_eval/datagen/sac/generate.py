@@ -152,15 +152,10 @@ def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_ep
     n0 = int(counters["episodes"])
     if counters["frames"] >= config.frames and all(p.exists() for p, _ in targets):
         return _report(targets, ckpt, counters, n0, 0, time.perf_counter() - start_time)
-    with open_generation(
-        config.env,
-        seed=config.seed,
-        pixels=pixel_path is not None,
-        image_size=config.image_size,
-        camera=config.camera,
-        max_episode_steps=config.max_episode_steps,
-        goals=config.goals,
-    ) as (env, writers):
+    with open_generation(config.env, pixel_path is not None, config.env_options()) as (
+        env,
+        writers,
+    ):
         run = _open_run(env, writers, targets, config, counters, ckpt, durable)
         frames_this_call = run.collect(progress, on_episode)
     return _report(targets, ckpt, counters, n0, frames_this_call, time.perf_counter() - start_time)
