@@ -10,7 +10,6 @@ import torch
 
 from cvl_algos import ALGORITHMS, load_learner, register
 from cvl_algos.pretraining import PretrainingLearner
-from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 from cvl_eval.errors import ConfigError, TrainingStopped
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep_variants
 from cvl_eval.training.config import TrainConfig
@@ -76,22 +75,13 @@ def toy():
     del ALGORITHMS["toy"]
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    for task in ("reach", "reach-wall"):
-        config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
-        generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
-    return root
-
-
-def _config(data, out, **kw):
+def _config(data_root, out, **kw):
     base = dict(
-        dataset=str(data / "reach-v3"),
+        dataset=str(data_root / "reach-v3"),
         out_dir=str(out),
         algorithm="toy",
         steps=6,
-        pretrain_datasets=(str(data / "reach-wall-v3"),),
+        pretrain_datasets=(str(data_root / "reach-wall-v3"),),
         log_every=2,
         eval_every=3,
         eval_episodes=1,
@@ -104,9 +94,9 @@ def _config(data, out, **kw):
 
 
 def test_a_toy_learner_trains_pretrains_resumes_and_evaluates_through_the_trainer(
-    toy, data, tmp_path
+    toy, data_root, tmp_path
 ):
-    whole = train(_config(data, tmp_path / "whole"))
+    whole = train(_config(data_root, tmp_path / "whole"))
     assert whole["label"] == "toy_pretrained" and whole["algorithm"] == "toy"
     assert (whole["pretrain_steps"], whole["steps"]) == (3, 6)
     assert [e["step"] for e in whole["curve"]] == [3, 6]
@@ -114,8 +104,8 @@ def test_a_toy_learner_trains_pretrains_resumes_and_evaluates_through_the_traine
 
     out = tmp_path / "stopped"
     with pytest.raises(TrainingStopped):  # a graceful stop during pretraining, then resume
-        train(_config(data, out), callback=lambda info: info.update == 2)
-    resumed = train(_config(data, out, resume=True))
+        train(_config(data_root, out), callback=lambda info: info.update == 2)
+    resumed = train(_config(data_root, out, resume=True))
     assert resumed["final_eval"]["returns"] == whole["final_eval"]["returns"]
     a, b = load_learner(tmp_path / "whole" / "final"), load_learner(out / "final")
     assert type(a) is ToyLearner and (b.step, b.pretrain_steps) == (6, 3)
@@ -123,13 +113,15 @@ def test_a_toy_learner_trains_pretrains_resumes_and_evaluates_through_the_traine
         assert torch.equal(value, b.policy.state_dict()[key]), key
 
 
-def test_the_toy_learners_declarations_drive_validation_and_the_sweep(toy, data, tmp_path):
-    plain = train(_config(data, tmp_path / "plain", pretrain_datasets=(), steps=2))
+def test_the_toy_learners_declarations_drive_validation_and_the_sweep(toy, data_root, tmp_path):
+    plain = train(_config(data_root, tmp_path / "plain", pretrain_datasets=(), steps=2))
     assert plain["label"] == "toy" and plain["pretrain_steps"] == 0
     variants = sweep_variants()
     assert variants["toy"].algorithm == variants["toy_pretrained"].algorithm == "toy"
-    grid = SweepConfig(str(data), str(tmp_path / "sweep"), ("toy_pretrained",), ("reach",), (0,))
+    grid = SweepConfig(
+        str(data_root), str(tmp_path / "sweep"), ("toy_pretrained",), ("reach",), (0,)
+    )
     (run,) = expand(grid)
-    assert run.config.pretrain_datasets == (str(data / "reach-wall-v3"),)
+    assert run.config.pretrain_datasets == (str(data_root / "reach-wall-v3"),)
     with pytest.raises(ConfigError, match="toy has no pretraining phase with this data"):
-        train(_config(data, tmp_path / "bad", pretrain_datasets=(), pretrain_steps=2))
+        train(_config(data_root, tmp_path / "bad", pretrain_datasets=(), pretrain_steps=2))

@@ -7,19 +7,9 @@ import time
 
 import pytest
 
-from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
 from cvl_eval.runs.folder import RESULTS_FILE
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    for task in ("reach", "reach-wall"):
-        config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
-        generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
-    return root
 
 
 def _config(data_root, out, **kw):
