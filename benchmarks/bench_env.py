@@ -4,7 +4,7 @@ Measured in one run, on the same machine state:
 
 1. state steps/s, one env stepped in a loop with a policy call per step (baseline);
 2. state steps/s, N envs stepped together with one batched policy call per step (what
-   `cvl_eval.evaluate_policy` does; one process);
+   `cvl_eval.rollout.evaluate.evaluate_policy` does; one process);
 3. state steps/s, gymnasium's AsyncVectorEnv over N worker processes (real CPU parallelism);
 4. 84x84 render fps with shadows, reflections and 4x multisampling on (Meta-World's default) vs
    off (`cvl_eval.envs.pixels.RenderConfig(fast=True)`), and their ratio;
