@@ -104,8 +104,7 @@ class LearnerBase:
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.seed = int(seed)
         self.step = 0
-        self.pretrain_steps = 0
-        """Pretraining updates done (`cvl_algos.pretraining`; stays 0 without that phase)."""
+        self.pretrain_steps = 0  # pretraining updates done (0 without that phase, pretraining.py)
         self._cpu_gen = torch.Generator("cpu").manual_seed(self.seed)
         self._cuda_gen = None
         if self.device.type == "cuda":

@@ -10,7 +10,7 @@ from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.concat import ConcatDataset, concat_datasets
 from cvl_data.errors import DatasetError
 from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
-from cvl_data.partial import open_committed
+from cvl_data.peek import is_dataset, open_committed, read_spec
 from cvl_data.reader import Dataset, open_dataset
 from cvl_data.replay import ReplayBuffer
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
@@ -35,8 +35,10 @@ __all__ = [
     "TransitionSampler",
     "__version__",
     "concat_datasets",
+    "is_dataset",
     "open_committed",
     "open_dataset",
+    "read_spec",
     "related_tasks",
     "reward_free",
     "sample_truncated_geometric",

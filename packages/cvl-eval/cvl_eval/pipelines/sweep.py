@@ -128,11 +128,11 @@ class SweepRun:
 
 def _related_datasets(data_root: Path, task: str) -> tuple[str, ...]:
     """Datasets in ``data_root`` of the tasks related to ``task`` (same domain, not itself)."""
-    from cvl_data import related_tasks
+    from cvl_data import is_dataset, related_tasks
 
     if not data_root.is_dir():
         return ()
-    available = sorted(p.name for p in data_root.iterdir() if (p / "meta.json").is_file())
+    available = sorted(p.name for p in data_root.iterdir() if is_dataset(p))
     return tuple(str(data_root / name) for name in related_tasks(task, available))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from cvl_algos import learner_class, offline_algorithms
@@ -42,27 +41,13 @@ def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
 
 
 def read_dataset_spec(path: str | os.PathLike) -> Any:
-    """The `cvl_data.DatasetSpec` of a finished dataset folder, from its ``meta.json`` only."""
-    from cvl_data import DatasetSpec
+    """The `cvl_data.DatasetSpec` of a finished dataset folder, from its metadata only."""
+    from cvl_data import DatasetError, read_spec
 
-    path = Path(path)
-    if not path.exists():
-        partial = path.with_name(path.name + ".partial")
-        if partial.exists():
-            raise ConfigError(
-                f"dataset {path} is not finished (an interrupted generation left {partial}); "
-                "run the generation again to complete it"
-            )
-        raise ConfigError(f"no dataset at {path}")
-    meta_file = path / "meta.json"
-    if not meta_file.is_file():
-        raise ConfigError(f"{path} is not a dataset folder (no meta.json)")
     try:
-        return DatasetSpec.from_json(
-            json.loads(meta_file.read_text())["spec"], where=str(meta_file)
-        )
-    except (KeyError, ValueError, TypeError) as error:
-        raise ConfigError(f"{meta_file}: unreadable dataset spec ({error})") from None
+        return read_spec(path)
+    except DatasetError as error:
+        raise ConfigError(str(error)) from None
 
 
 def resolve_device(device: str) -> str:

@@ -1,4 +1,6 @@
-"""Reading a dataset that is still being written: the episodes its writer has committed.
+"""Looking at a dataset folder without opening it whole, for code outside this package that must
+not know the on-disk layout: whether a folder is a (finished) dataset, its spec from its metadata
+alone, and the episodes of a dataset that is still being written.
 
 `open_committed(path)` is the reader's view of a `DatasetWriter` at work (or interrupted): the
 finished dataset when there is one, else the episodes committed to ``<path>.partial/`` so far,
@@ -16,11 +18,43 @@ from pathlib import Path
 import numpy as np
 
 from cvl_data.errors import DatasetError
-from cvl_data.layout import HEADER_BYTES, PROGRESS_FILE, field_layouts, partial_path
+from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layouts, partial_path
 from cvl_data.reader import Dataset, open_dataset
 from cvl_data.spec import DatasetSpec
 
-__all__ = ["open_committed"]
+__all__ = ["is_dataset", "open_committed", "read_spec"]
+
+
+def is_dataset(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a finished dataset folder (it has its metadata file)."""
+    return (Path(path) / META_FILE).is_file()
+
+
+def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
+    """The `DatasetSpec` of the finished dataset at ``path``, read from its metadata only (no
+    array is opened; `open_dataset` checks the rest).
+
+    Raises:
+        DatasetError: no dataset there (or an unfinished one), or unreadable metadata.
+    """
+    path = Path(path)
+    if not path.exists():
+        partial = partial_path(path)
+        if partial.exists():
+            raise DatasetError(
+                f"dataset {path} is not finished (an interrupted writer left {partial}); "
+                "run its generation again to complete it"
+            )
+        raise DatasetError(f"no dataset at {path}")
+    meta_file = path / META_FILE
+    if not meta_file.is_file():
+        raise DatasetError(f"{path} is not a dataset folder (no {META_FILE})")
+    try:
+        return DatasetSpec.from_json(
+            json.loads(meta_file.read_text(encoding="utf-8"))["spec"], where=str(meta_file)
+        )
+    except (KeyError, ValueError, TypeError) as error:
+        raise DatasetError(f"{meta_file}: unreadable dataset spec ({error})") from None
 
 
 def open_committed(path: str | os.PathLike[str]) -> Dataset | None:
