@@ -19,7 +19,7 @@ import numpy as np
 
 from cvl_data.errors import DatasetError
 from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layouts, partial_path
-from cvl_data.reader import Dataset, open_dataset
+from cvl_data.reader import Dataset, open_dataset, read_meta
 from cvl_data.spec import DatasetSpec
 
 __all__ = ["is_dataset", "open_committed", "read_spec"]
@@ -37,24 +37,10 @@ def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
     Raises:
         DatasetError: no dataset there (or an unfinished one), or unreadable metadata.
     """
-    path = Path(path)
-    if not path.exists():
-        partial = partial_path(path)
-        if partial.exists():
-            raise DatasetError(
-                f"dataset {path} is not finished (an interrupted writer left {partial}); "
-                "run its generation again to complete it"
-            )
-        raise DatasetError(f"no dataset at {path}")
-    meta_file = path / META_FILE
-    if not meta_file.is_file():
-        raise DatasetError(f"{path} is not a dataset folder (no {META_FILE})")
-    try:
-        return DatasetSpec.from_json(
-            json.loads(meta_file.read_text(encoding="utf-8"))["spec"], where=str(meta_file)
-        )
-    except (KeyError, ValueError, TypeError) as error:
-        raise DatasetError(f"{meta_file}: unreadable dataset spec ({error})") from None
+    meta_file = Path(path) / META_FILE
+    return DatasetSpec.from_json(
+        read_meta(Path(path)).get("spec"), where=f"{meta_file} (field 'spec')"
+    )
 
 
 def open_committed(path: str | os.PathLike[str]) -> Dataset | None:

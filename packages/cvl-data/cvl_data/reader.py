@@ -98,7 +98,8 @@ class Dataset:
         }
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> dict[str, Any]:
+    """The checked ``meta.json`` of the finished dataset at ``path`` (`DatasetError` otherwise)."""
     if not path.exists():
         partial = partial_path(path)
         if partial.exists():
@@ -106,7 +107,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
                 f"{path}: not finished; an interrupted writer left {partial} "
                 "(continue it with DatasetWriter(path, spec, resume=True))"
             )
-        raise DatasetError(f"{path}: no such dataset folder")
+        raise DatasetError(f"no dataset at {path} (no such dataset folder)")
     if not path.is_dir():
         raise DatasetError(f"{path}: not a folder")
     if (path / PROGRESS_FILE).exists() or path.name.endswith(PARTIAL_SUFFIX):
@@ -188,7 +189,7 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
     skips only the checksums.
     """
     path = Path(path)
-    meta = _read_meta(path)
+    meta = read_meta(path)
     spec = DatasetSpec.from_json(meta.get("spec"), where=f"{path / META_FILE} (field 'spec')")
     layouts = field_layouts(spec)
     unexpected = sorted(set(meta["fields"]) - set(layouts))
