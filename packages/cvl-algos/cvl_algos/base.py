@@ -4,7 +4,7 @@
 ``act`` from numpy to numpy, optional ``torch.compile``, pickle-free ``save``/``load``, and the
 declarations trainers read instead of knowing algorithms by name (``offline``,
 ``needs_rewards``, ``pretraining``, ``sampler_kind`` / ``sampler_mode`` with `make_sampler`,
-``progress_metrics``, `training_data`). A subclass:
+``progress_metrics``, `training_source` / `training_data`). A subclass:
 
 - sets the class attributes ``name``, ``config_cls`` (a frozen dataclass with fields
   ``max_grad_norm``, ``compile`` and ``batch_size``) and whichever declarations differ from the
@@ -154,15 +154,21 @@ class LearnerBase:
             )
         return TransitionSampler(source, cfg.batch_size, device=device, seed=seed)
 
+    def training_source(self, source: Any) -> Any:
+        """The labelled data this learner trains on, given the run's target dataset (default: all
+        of it). A learner that selects data (filtered BC keeps the top episodes by return)
+        overrides it; `training_data` applies it."""
+        return source
+
     def training_data(
         self, target: Any, related: Sequence[Any] = (), include_target: bool = True
     ) -> TrainingData:
         """The data of its phases from the target task's dataset (and related tasks' datasets,
-        which a learner without pretraining does not take). A learner that selects its data
-        (e.g. only the episodes of highest return) overrides it."""
+        which a learner without pretraining does not take): ``train`` is `training_source` of
+        the target."""
         if related:
             raise ValueError(f"{self.name} takes no related tasks' data")
-        return TrainingData(train=target, pretrain=None)
+        return TrainingData(train=self.training_source(target), pretrain=None)
 
     # -- randomness, compilation ---------------------------------------------------------------
 

@@ -80,10 +80,11 @@ class PretrainingLearner(LearnerBase):
         rewards hidden for the pretraining phase; the labelled target for finetuning."""
         from cvl_data import concat_datasets, reward_free
 
+        train = self.training_source(target)
         if not related:
-            return TrainingData(train=target, pretrain=None)
+            return TrainingData(train=train, pretrain=None)
         parts = ([target] if include_target else []) + list(related)
-        return TrainingData(train=target, pretrain=concat_datasets([reward_free(p) for p in parts]))
+        return TrainingData(train=train, pretrain=concat_datasets([reward_free(p) for p in parts]))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import cvl_algos.bc
     import cvl_algos.cql
     import cvl_algos.cvl
+    import cvl_algos.iql
     import cvl_algos.sac
     import cvl_algos.uds  # noqa: F401
 
@@ -39,11 +40,13 @@ __all__ = [
 
 ALGORITHMS: dict[str, str | type] = {
     "bc": "cvl_algos.bc:BCLearner",
+    "filtered_bc": "cvl_algos.bc:FilteredBCLearner",
     "cql": "cvl_algos.cql:CQLLearner",
     "cql_uds": "cvl_algos.uds:CQLUDSLearner",
     "sac": "cvl_algos.sac:SACLearner",
     "cvl": "cvl_algos.cvl:CVLLearner",
     "cvl_mc": "cvl_algos.cvl:CVLMCLearner",
+    "iql": "cvl_algos.iql:IQLLearner",
 }
 """Algorithm name -> learner class or its ``"module:Class"`` import path."""
 

@@ -86,5 +86,5 @@ class CQLUDSLearner(PretrainingLearner, CQLLearner):
     def training_data(
         self, target: Any, related: Sequence[Any] = (), include_target: bool = True
     ) -> TrainingData:
-        """`uds_datasets` (the target is always part of UDS's data)."""
-        return uds_datasets(target, related)
+        """`uds_datasets` of `training_source` of the target (always part of UDS's data)."""
+        return uds_datasets(self.training_source(target), related)

@@ -16,6 +16,7 @@ from cvl_data.replay import ReplayBuffer
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
 from cvl_data.source import EpisodeSource
 from cvl_data.spec import DatasetSpec
+from cvl_data.subset import EpisodeSubset, episode_returns, select_episodes, top_episodes
 from cvl_data.tasks import related_tasks, task_domain
 from cvl_data.views import RelabelledView, reward_free, union_with_shared, zero_reward
 from cvl_data.writer import DatasetWriter
@@ -29,12 +30,14 @@ __all__ = [
     "DatasetSpec",
     "DatasetWriter",
     "EpisodeSource",
+    "EpisodeSubset",
     "RelabelledView",
     "ReplayBuffer",
     "TransitionBatch",
     "TransitionSampler",
     "__version__",
     "concat_datasets",
+    "episode_returns",
     "is_dataset",
     "open_committed",
     "open_dataset",
@@ -42,7 +45,9 @@ __all__ = [
     "related_tasks",
     "reward_free",
     "sample_truncated_geometric",
+    "select_episodes",
     "task_domain",
+    "top_episodes",
     "truncated_geometric_pmf",
     "union_with_shared",
     "zero_reward",

@@ -79,6 +79,14 @@ class Dataset:
             episode_offsets=np.array(arrays["episode_offsets"]),
         )
 
+    @property
+    def episode_info(self) -> tuple[dict[str, Any], ...]:
+        """Per-episode facts the writer was given (``add_episode(info=...)``); ``{}`` each if none."""
+        info = self.meta.get("episode_info")
+        if info is None:
+            return ({},) * self.num_episodes
+        return tuple(info)
+
     def chunks(self, field: str) -> Iterator[np.ndarray]:
         """The field as consecutive blocks (one here); see `cvl_data.source.EpisodeSource`."""
         array = getattr(self, field)
@@ -221,3 +229,25 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
             check_finite(arrays[name], label(name))
     check_action_bounds(arrays["actions"], spec, label("actions"))
     return Dataset.from_fields(path, spec, meta, arrays)
+
+    info = meta.get("episode_info")
+    if info is not None and (
+        not isinstance(info, list)
+        or len(info) != meta["num_episodes"]
+        or not all(isinstance(i, dict) for i in info)
+    ):
+        raise DatasetError(
+            f"{path / META_FILE} (field 'episode_info'): expected a list of "
+            f"{meta['num_episodes']} dicts, one per episode"
+        )
+    return Dataset(
+        path=path,
+        spec=spec,
+        meta=meta,
+        observations=arrays["observations"],
+        actions=arrays["actions"],
+        rewards=arrays.get("rewards"),
+        terminated=arrays["terminated"],
+        truncated=arrays["truncated"],
+        episode_offsets=np.array(arrays["episode_offsets"]),
+    )

@@ -148,7 +148,7 @@ def generate_scripted(
     """
     from cvl_data import DatasetWriter, open_dataset
 
-    targets, todo = _targets(path, pixel_path, config)
+    targets, todo = pending_targets(path, pixel_path, config.num_episodes)
     paths = tuple(str(p) for p, _ in targets)
     if not todo:  # already complete: nothing to do
         n_steps = open_dataset(targets[0][0], verify=False).num_steps
@@ -173,9 +173,9 @@ def generate_scripted(
     )
 
 
-def _targets(path, pixel_path, config: ScriptedConfig) -> tuple[list, list]:
-    """All ``(folder, obs_kind)`` targets, and those not finished yet (a finished one must hold
-    the config's number of episodes)."""
+def pending_targets(path, pixel_path, num_episodes: int) -> tuple[list, list]:
+    """All ``(folder, obs_kind)`` targets of a generation, and those not finished yet (a finished
+    one must hold ``num_episodes``)."""
     from cvl_data import DatasetError
 
     targets = [(Path(path), "state")]
@@ -183,9 +183,9 @@ def _targets(path, pixel_path, config: ScriptedConfig) -> tuple[list, list]:
         targets.append((Path(pixel_path), "pixels"))
     for p, _ in targets:
         n = _finished_count(p)
-        if n is not None and n != config.num_episodes:
+        if n is not None and n != num_episodes:
             raise DatasetError(
-                f"{p}: finished with {n} episodes, the config asks for {config.num_episodes}"
+                f"{p}: finished with {n} episodes, the config asks for {num_episodes}"
             )
     return targets, [(p, kind) for p, kind in targets if _finished_count(p) is None]
 
