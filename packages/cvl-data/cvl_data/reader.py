@@ -228,8 +228,6 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
         if name in arrays:
             check_finite(arrays[name], label(name))
     check_action_bounds(arrays["actions"], spec, label("actions"))
-    return Dataset.from_fields(path, spec, meta, arrays)
-
     info = meta.get("episode_info")
     if info is not None and (
         not isinstance(info, list)
@@ -240,14 +238,4 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
             f"{path / META_FILE} (field 'episode_info'): expected a list of "
             f"{meta['num_episodes']} dicts, one per episode"
         )
-    return Dataset(
-        path=path,
-        spec=spec,
-        meta=meta,
-        observations=arrays["observations"],
-        actions=arrays["actions"],
-        rewards=arrays.get("rewards"),
-        terminated=arrays["terminated"],
-        truncated=arrays["truncated"],
-        episode_offsets=np.array(arrays["episode_offsets"]),
-    )
+    return Dataset.from_fields(path, spec, meta, arrays)
