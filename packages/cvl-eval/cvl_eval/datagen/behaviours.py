@@ -166,7 +166,7 @@ class Actors:
         key = (behaviour.kind, behaviour.task or behaviour.checkpoint or "")
         if key not in self._policies:
             if behaviour.kind == "expert":
-                from cvl_eval.experts import ScriptedExpert
+                from cvl_eval.envs.experts import ScriptedExpert
 
                 policy = ScriptedExpert(behaviour.task or self.own_task).act_one
             else:
@@ -308,71 +308,35 @@ def generate_behaviour_dataset(
     pixel_path=None,
     progress: bool = True,
     durable: bool = True,
+    on_episode=None,
 ):
-    """Write (or resume, or just report) a mixture/curriculum dataset at ``path``.
+    """Write (or resume, or just report) a mixture/curriculum dataset at ``path``; ``on_episode``
+    as in `cvl_eval.datagen.scripted.generate_scripted`.
 
-    Returns a `cvl_eval.datagen.scripted.GenerationReport` of this call; per-source statistics of the
+    Returns a `cvl_eval.datagen.episodes.GenerationReport` of this call; per-source statistics of the
     whole dataset come from `source_table(open_dataset(path))`.
     """
-    from tqdm import tqdm
+    from cvl_eval.datagen.episodes import EpisodeGeneration, generate_episodes
 
-    from cvl_data import DatasetWriter, open_dataset
-    from cvl_eval.datagen.recording import (
-        dataset_spec,
-        episode_seed,
-        open_generation,
-        write_episode,
-    )
-    from cvl_eval.datagen.scripted import GenerationReport, pending_targets
-    from cvl_eval.rollout.episode import run_episode
-
-    targets, todo = pending_targets(path, pixel_path, config.num_episodes)
-    paths = tuple(str(p) for p, _ in targets)
-    if not todo:
-        n_steps = open_dataset(targets[0][0], verify=False).num_steps
-        return GenerationReport(paths, config.num_episodes, n_steps, config.num_episodes, (), ())
     plan = config.plan()
     actors = Actors(config.task)
-    returns: list[float] = []
-    successes: list[bool] = []
-    with open_generation(config.task, pixel_path is not None, config.env_options()) as (
-        env,
-        writers,
-    ):
-        for p, kind in todo:
-            spec = dataset_spec(config.task, env, kind, _provenance(config, kind))
-            writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
-        start = min(w.num_episodes for w, _ in writers)
-        action_dim = int(np.prod(env.action_space.shape))
-        bar = tqdm(
-            total=config.num_episodes,
-            initial=start,
-            desc=f"{config.kind} {config.task}",
-            unit="ep",
-            disable=not progress,
-        )
-        for e in range(start, config.num_episodes):
-            behaviour = plan[e]
-            act = actors.actor(behaviour, np.random.default_rng([config.seed, e]), action_dim)
-            episode = run_episode(env, act, episode_seed(config.seed, e))
-            info = {
-                "source": behaviour.label(config.task),
-                "behaviour": behaviour_json(behaviour),
-                "return": episode.episode_return,
-                "success": episode.success,
-            }
-            for writer, kind in writers:
-                if writer.num_episodes == e:  # a writer may be one ahead after a crash
-                    write_episode(writer, episode, kind, info=info)
-            returns.append(episode.episode_return)
-            successes.append(episode.success)
-            bar.set_postfix(
-                {"ret": f"{np.mean(returns):.0f}", "success": f"{np.mean(successes):.2f}"},
-                refresh=False,
-            )
-            bar.update(1)
-        bar.close()
-    n_steps = open_dataset(targets[0][0], verify=False).num_steps
-    return GenerationReport(
-        paths, config.num_episodes, n_steps, start, tuple(returns), tuple(successes)
+
+    def info(e: int, episode) -> dict:
+        return {
+            "source": plan[e].label(config.task),
+            "behaviour": behaviour_json(plan[e]),
+            "return": episode.episode_return,
+            "success": episode.success,
+        }
+
+    generation = EpisodeGeneration(
+        task=config.task,
+        num_episodes=config.num_episodes,
+        seed=config.seed,
+        env_options=config.env_options(),
+        provenance=lambda kind: _provenance(config, kind),
+        actor=lambda e, rng, action_dim: actors.actor(plan[e], rng, action_dim),
+        info=info,
+        desc=f"{config.kind} {config.task}",
     )
+    return generate_episodes(path, pixel_path, generation, progress, durable, on_episode)
