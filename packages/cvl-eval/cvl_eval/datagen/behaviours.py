@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from cvl_data.jsonio import package_versions, to_json_data
+from cvl_eval.datagen.episodes import EpisodeEnvOptions
 from cvl_eval.envs.make import canonical_name, is_metaworld
 
 SourceKind = Literal["expert", "random", "checkpoint"]
@@ -200,8 +201,9 @@ DEFAULT_SOURCES = ("expert,weight=1",)
 
 
 @dataclass(frozen=True)
-class BehaviourDataConfig:
-    """A ``mixture`` or ``curriculum`` dataset of one Meta-World task."""
+class BehaviourDataConfig(EpisodeEnvOptions):
+    """A ``mixture`` or ``curriculum`` dataset of one Meta-World task (and, keyword-only, its
+    env: `EpisodeEnvOptions`)."""
 
     task: str
     """Meta-World task (with or without ``-v3``): the environment every behaviour acts in."""
@@ -215,16 +217,6 @@ class BehaviourDataConfig:
     """curriculum: expert action-noise std at the first and the last episode."""
     epsilon: tuple[float, float] = (1.0, 0.1)
     """curriculum: random-action probability at the first and the last episode."""
-    seed: int = 0
-    """Seeds the goals, the episodes' reset seeds, their noise and the mixture's order."""
-    max_steps: int | None = None
-    """Optional episode step limit (Meta-World's own: 500)."""
-    goals: str = "mt1"
-    """Meta-World goal protocol (see `make_env`)."""
-    image_size: int = 84
-    """Frame size when a pixel dataset is written alongside."""
-    camera: str = "corner"
-    """Camera when a pixel dataset is written alongside."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task", canonical_name(self.task))
@@ -244,11 +236,6 @@ class BehaviourDataConfig:
                 raise ValueError(f"{name} must be (start, end) with both >= 0, got {pair}")
         if max(self.epsilon) > 1:
             raise ValueError(f"epsilon values must lie in [0, 1], got {self.epsilon}")
-
-    def env_options(self) -> dict:
-        """`make_env` options of the generation's env (besides ``pixels``)."""
-        options = {"seed": self.seed, "goals": self.goals, "max_episode_steps": self.max_steps}
-        return {**options, "image_size": self.image_size, "camera": self.camera}
 
     def plan(self) -> list[Behaviour]:
         """The behaviour of every episode, in order (a pure function of the config)."""

@@ -21,10 +21,32 @@ import numpy as np
 from cvl_eval.datagen.recording import dataset_spec, episode_seed, open_generation, write_episode
 from cvl_eval.rollout.episode import Episode, run_episode
 
-__all__ = ["GenerationReport", "generate_episodes", "pending_targets"]
+__all__ = ["EpisodeEnvOptions", "GenerationReport", "generate_episodes", "pending_targets"]
 
 Actor = Callable[[int, np.random.Generator, int], Callable[[np.ndarray], np.ndarray]]
 """``actor(e, rng, action_dim) -> act``: the one-state policy of episode ``e``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpisodeEnvOptions:
+    """The env a generation's episodes run in (keyword-only fields of its config)."""
+
+    seed: int = 0
+    """Seeds the env's goal set, the episodes' reset seeds and their noise (and a mixture's
+    order)."""
+    max_steps: int | None = None
+    """Optional episode step limit (Meta-World's own: 500)."""
+    goals: str = "mt1"
+    """Meta-World goal protocol, ``"mt1"`` or ``"random"`` (see `make_env`)."""
+    image_size: int = 84
+    """Frame size when a pixel dataset is written alongside."""
+    camera: str = "corner"
+    """Camera when a pixel dataset is written alongside."""
+
+    def env_options(self) -> dict[str, Any]:
+        """`make_env` options of the generation's env (besides ``pixels``)."""
+        options = {"seed": self.seed, "goals": self.goals, "max_episode_steps": self.max_steps}
+        return {**options, "image_size": self.image_size, "camera": self.camera}
 
 
 @dataclass(frozen=True)

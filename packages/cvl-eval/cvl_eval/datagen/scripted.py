@@ -19,42 +19,32 @@ from pathlib import Path
 import numpy as np
 
 from cvl_data.jsonio import package_versions, to_json_data
-from cvl_eval.datagen.episodes import EpisodeGeneration, GenerationReport, generate_episodes
+from cvl_eval.datagen.episodes import (
+    EpisodeEnvOptions,
+    EpisodeGeneration,
+    GenerationReport,
+    generate_episodes,
+)
 from cvl_eval.envs.experts import ScriptedExpert
 from cvl_eval.envs.make import canonical_name, is_metaworld
 from cvl_eval.rollout.episode import Episode
 
 
 @dataclass(frozen=True)
-class ScriptedConfig:
-    """Scripted-expert dataset generation.
+class ScriptedConfig(EpisodeEnvOptions):
+    """Scripted-expert dataset generation (and, keyword-only, its env: `EpisodeEnvOptions`).
 
     Attributes:
         task: Meta-World task (with or without ``-v3``).
         num_episodes: episodes in the finished dataset.
         noise_sigma: std of the Gaussian noise added to the expert's action.
         epsilon: probability of replacing the action by a uniform random one.
-        seed: seeds the env's goal set, the episode reset seeds and the noise.
-        max_steps: optional episode step limit (Meta-World's own is 500).
-        goals: Meta-World goal protocol, ``"mt1"`` or ``"random"`` (see `make_env`).
-        image_size: frame size when a pixel dataset is written alongside.
-        camera: camera when a pixel dataset is written alongside.
     """
 
     task: str
     num_episodes: int = 100
     noise_sigma: float = 0.1
     epsilon: float = 0.0
-    seed: int = 0
-    max_steps: int | None = None
-    goals: str = "mt1"
-    image_size: int = 84
-    camera: str = "corner"
-
-    def env_options(self) -> dict:
-        """`make_env` options of the generation's env (besides ``pixels``)."""
-        options = {"seed": self.seed, "goals": self.goals, "max_episode_steps": self.max_steps}
-        return {**options, "image_size": self.image_size, "camera": self.camera}
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task", canonical_name(self.task))
