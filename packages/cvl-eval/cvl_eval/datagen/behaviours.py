@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -316,14 +317,9 @@ def generate_behaviour_dataset(
             "success": episode.success,
         }
 
-    generation = EpisodeGeneration(
-        task=config.task,
-        num_episodes=config.num_episodes,
-        seed=config.seed,
-        env_options=config.env_options(),
-        provenance=lambda kind: _provenance(config, kind),
-        actor=lambda e, rng, action_dim: actors.actor(plan[e], rng, action_dim),
-        info=info,
-        desc=f"{config.kind} {config.task}",
-    )
+    def actor(e: int, rng: np.random.Generator, action_dim: int):
+        return actors.actor(plan[e], rng, action_dim)
+
+    desc = f"{config.kind} {config.task}"
+    generation = EpisodeGeneration(config, partial(_provenance, config), actor, info, desc)
     return generate_episodes(path, pixel_path, generation, progress, durable, on_episode)

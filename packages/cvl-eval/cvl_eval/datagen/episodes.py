@@ -72,13 +72,10 @@ class GenerationReport:
 
 @dataclass(frozen=True)
 class EpisodeGeneration:
-    """One generation: its task, size, seed, env options, provenance and behaviour."""
+    """One generation: its config, provenance and behaviour."""
 
-    task: str
-    num_episodes: int
-    seed: int
-    env_options: dict[str, Any]
-    """`make_env` options besides ``pixels`` (the config's ``env_options()``)."""
+    config: Any
+    """The generation's config: `EpisodeEnvOptions` with ``task`` and ``num_episodes``."""
     provenance: Callable[[str], dict]
     """``provenance(obs_kind)``: the datasets' provenance record."""
     actor: Actor
@@ -99,15 +96,16 @@ def generate_episodes(
     """Write (or resume, or just report) ``generation`` at ``path`` (and ``pixel_path``)."""
     from cvl_data import DatasetWriter, open_dataset
 
-    n = generation.num_episodes
+    config = generation.config
+    n = config.num_episodes
     targets, todo = pending_targets(path, pixel_path, n)
     paths = tuple(str(p) for p, _ in targets)
     if not todo:  # already complete: nothing to do
         return GenerationReport(paths, n, open_dataset(paths[0], verify=False).num_steps, n, (), ())
     pixels = pixel_path is not None
-    with open_generation(generation.task, pixels, generation.env_options) as (env, writers):
+    with open_generation(config.task, pixels, config.env_options()) as (env, writers):
         for p, kind in todo:
-            spec = dataset_spec(generation.task, env, kind, generation.provenance(kind))
+            spec = dataset_spec(config.task, env, kind, generation.provenance(kind))
             writers.append((DatasetWriter(p, spec, resume=True, durable=durable), kind))
         start = min(w.num_episodes for w, _ in writers)
         returns, successes = _record(env, writers, generation, start, progress, on_episode)
@@ -146,7 +144,7 @@ def _record(env, writers, generation: EpisodeGeneration, start: int, progress: b
     from tqdm import tqdm
 
     action_dim = int(np.prod(env.action_space.shape))
-    total, seed = generation.num_episodes, generation.seed
+    total, seed = generation.config.num_episodes, generation.config.seed
     bar = tqdm(total=total, initial=start, desc=generation.desc, unit="ep", disable=not progress)
     returns: list[float] = []
     successes: list[bool] = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -111,13 +112,6 @@ def generate_scripted(
     def actor(e: int, rng: np.random.Generator, action_dim: int):
         return noisy_expert(expert, config.noise_sigma, config.epsilon, rng)
 
-    generation = EpisodeGeneration(
-        task=config.task,
-        num_episodes=config.num_episodes,
-        seed=config.seed,
-        env_options=config.env_options(),
-        provenance=lambda kind: _provenance(config, kind),
-        actor=actor,
-        desc=f"scripted {config.task}",
-    )
+    provenance = partial(_provenance, config)
+    generation = EpisodeGeneration(config, provenance, actor, desc=f"scripted {config.task}")
     return generate_episodes(path, pixel_path, generation, progress, durable, on_episode)
