@@ -4,14 +4,14 @@ Measured in one run, on the same machine state:
 
 1. state steps/s, one env stepped in a loop with a policy call per step (baseline);
 2. state steps/s, N envs stepped together with one batched policy call per step (what
-   `cvl_eval.evaluate_policy` does; one process);
+   `cvl_eval.rollout.evaluate.evaluate_policy` does; one process);
 3. state steps/s, gymnasium's AsyncVectorEnv over N worker processes (real CPU parallelism);
 4. 84x84 render fps with shadows, reflections and 4x multisampling on (Meta-World's default) vs
-   off (`cvl_eval.pixels.RenderConfig(fast=True)`), and their ratio;
+   off (`cvl_eval.envs.pixels.RenderConfig(fast=True)`), and their ratio;
 5. pixel env steps/s (step + render) in the fast mode.
 
 Run:
-    MUJOCO_GL=egl PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
+    PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
         python benchmarks/bench_env.py --task drawer-open --out bench_env.json
 """
 
@@ -24,13 +24,11 @@ import os
 import platform
 import time
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import gymnasium as gym
 import numpy as np
 
-from cvl_eval.envs import make_env
-from cvl_eval.pixels import OffscreenRenderer, RenderConfig
+from cvl_eval.envs.make import make_env  # cvl_eval.envs chooses headless EGL (MUJOCO_GL)
+from cvl_eval.envs.pixels import OffscreenRenderer, RenderConfig
 
 
 def _random_actions(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -8,16 +8,17 @@ how to fix it; the exit code is the number of failed checks.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable
 
-# Headless rendering must be chosen before mujoco is first imported.
-os.environ.setdefault("MUJOCO_GL", "egl")
-if os.environ["MUJOCO_GL"] == "egl":
-    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+# Headless rendering must be chosen before mujoco is first imported: cvl_eval.envs does it (the
+# one place that sets MUJOCO_GL); without cvl-eval the checks below report what is missing.
+with contextlib.suppress(ImportError):
+    import cvl_eval.envs  # noqa: F401
 
 OURS = ("cvl_data", "cvl_models", "cvl_algos", "cvl_eval")
 THEIRS = ("torch", "gymnasium", "metaworld", "mujoco", "rliable", "numpy", "pandas")

@@ -7,26 +7,14 @@ per-episode returns, successes and lengths as JSON (`--out`; default inside the 
 
 from __future__ import annotations
 
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
-import tyro
-
-from cvl_eval.evaluation import EvaluateConfig, evaluate_checkpoint, format_result
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.cli import run
+from cvl_eval.rollout.checkpoint import EvaluateConfig, evaluate_checkpoint, format_result
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(EvaluateConfig, args=argv, description=__doc__)
-    try:
-        document = evaluate_checkpoint(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(format_result(document))
-    return 0
+    return run(EvaluateConfig, lambda c: format_result(evaluate_checkpoint(c)), argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -11,26 +11,14 @@ an interrupted generation resumes when the command is run again.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
-import tyro
-
-from cvl_eval.generation import GenerateConfig, generate_datasets
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.cli import run
+from cvl_eval.datagen.dispatch import GenerateConfig, generate_datasets
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(GenerateConfig, args=argv, description=__doc__)
-    try:
-        result = generate_datasets(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=1))
-    return 0
+    return run(GenerateConfig, lambda c: json.dumps(generate_datasets(c), indent=1), argv, __doc__)
 
 
 if __name__ == "__main__":

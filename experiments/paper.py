@@ -6,26 +6,24 @@ on related tasks' reward-free data vs tabula rasa, learning curves), `rff-ablati
 without random Fourier features), `mountain-car` (Q_NCE vs SAC's Q heatmaps). Each runs data
 generation, a sweep and the report in `experiments_out/<experiment>` and resumes when re-run.
 The default budget is a CPU-sized subset; `--full` is the paper's (all tasks, 5 seeds, SAC
-500k-frame datasets, 100k steps). Presets and budgets: `cvl_eval.paper.PRESETS`.
+500k-frame datasets, 100k steps). Presets and budgets:
+`cvl_eval.pipelines.paper_presets.PRESETS`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Annotated, Union
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import tyro
 
-from cvl_eval.paper import PRESETS, PaperConfig, run_paper_experiment
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.cli import run
+from cvl_eval.pipelines.paper import run_paper_experiment
+from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig
 
-
-def main(argv: list[str] | None = None) -> int:
-    choices = tuple(
+EXPERIMENTS = Union[  # noqa: UP007 - tyro's subcommands: one per preset
+    tuple(
         Annotated[
             PaperConfig,
             tyro.conf.subcommand(
@@ -36,16 +34,18 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for name, preset in PRESETS.items()
     )
-    config = tyro.cli(Union[choices], args=argv, description=__doc__)  # noqa: UP007
-    try:
-        result = run_paper_experiment(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result["report"], indent=1))
+]
+
+
+def _paper(config: PaperConfig) -> str:
+    result = run_paper_experiment(config)
     for warning in result["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    return 0
+    return json.dumps(result["report"], indent=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(EXPERIMENTS, _paper, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -11,25 +11,18 @@ Running it again in the same folder continues (finished stages are skipped).
 
 from __future__ import annotations
 
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+from cvl_eval.cli import run
+from cvl_eval.pipelines.quickstart import QuickstartConfig, quickstart
 
-import tyro
 
-from cvl_eval.quickstart import QuickstartConfig, quickstart
-from cvl_eval.train_setup import ConfigError
+def _quickstart(config: QuickstartConfig) -> None:
+    quickstart(config)  # prints its own summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(QuickstartConfig, args=argv, description=__doc__)
-    try:
-        quickstart(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return run(QuickstartConfig, _quickstart, argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -7,27 +7,19 @@ of improvement, sample efficiency).
 
 from __future__ import annotations
 
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+from cvl_eval.analysis.report import ReportConfig, report
+from cvl_eval.cli import run
 
-import tyro
 
-from cvl_eval.report import ReportConfig, report
-from cvl_eval.train_setup import ConfigError
+def _report(config: ReportConfig) -> str:
+    files = report(config)["files"]
+    return "\n".join(f"{name:<28} {path}" for name, path in files.items())
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(ReportConfig, args=argv, description=__doc__)
-    try:
-        summary = report(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    for name, path in summary["files"].items():
-        print(f"{name:<28} {path}")
-    return 0
+    return run(ReportConfig, _report, argv, __doc__)
 
 
 if __name__ == "__main__":

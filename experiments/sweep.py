@@ -9,32 +9,22 @@ when the command is run again; `index.json` / `index.csv` list the results at th
 
 from __future__ import annotations
 
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
-import tyro
-
-from cvl_eval.sweep import SweepConfig, sweep
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.cli import run
+from cvl_eval.pipelines.sweep import SweepConfig, sweep
 
 
-def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(SweepConfig, args=argv, description=__doc__)
-    try:
-        record = sweep(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except RuntimeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(
+def _sweep(config: SweepConfig) -> str:
+    record = sweep(config)
+    return (
         f"{record['runs']} runs: {len(record['skipped_finished'])} already finished, "
         f"{len(record['completed'])} completed; index: {record['index_csv']}"
     )
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(SweepConfig, _sweep, argv, __doc__, failure=RuntimeError)
 
 
 if __name__ == "__main__":

@@ -10,31 +10,22 @@ Learner hyperparameters: `--hidden`, `--batch-size`, `--overrides key=value ...`
 from __future__ import annotations
 
 import json
-import os
 import sys
 
-os.environ.setdefault("MUJOCO_GL", "egl")
+from cvl_eval.cli import run
+from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.loop import train
 
-import tyro
 
-from cvl_eval.train_setup import ConfigError, TrainConfig, TrainingStopped
-from cvl_eval.training import train
+def _train(config: TrainConfig) -> str:
+    results = train(config)
+    summary = {k: results[k] for k in ("label", "task", "seed", "steps", "wall_time_s")}
+    summary.update({k: results["final_eval"][k] for k in ("mean_return", "success_rate")})
+    return json.dumps({**summary, "run": config.out_dir})
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(TrainConfig, args=argv, description=__doc__)
-    try:
-        results = train(config)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except TrainingStopped as stopped:
-        print(str(stopped), file=sys.stderr)
-        return 130
-    summary = {k: results[k] for k in ("label", "task", "seed", "steps", "wall_time_s")}
-    summary.update({k: results["final_eval"][k] for k in ("mean_return", "success_rate")})
-    print(json.dumps({**summary, "run": config.out_dir}))
-    return 0
+    return run(TrainConfig, _train, argv, __doc__)
 
 
 if __name__ == "__main__":

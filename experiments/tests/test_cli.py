@@ -3,8 +3,6 @@
 import json
 import os
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import pytest
 import torch
 

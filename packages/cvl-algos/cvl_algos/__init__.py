@@ -5,9 +5,16 @@
 Learner classes and configs are importable from here too; they load on first access.
 """
 
+from cvl_algos.base import LearnerBase
 from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
-from cvl_algos.common import LearnerBase
-from cvl_algos.registry import ALGORITHMS, learner_class, load_learner, make_learner, register
+from cvl_algos.registry import (
+    ALGORITHMS,
+    learner_class,
+    load_learner,
+    make_learner,
+    offline_algorithms,
+    register,
+)
 
 __version__ = "0.1.0"
 
@@ -25,7 +32,6 @@ _LAZY = {
     "CQLUDSConfig": "cvl_algos.uds",
     "CQLUDSLearner": "cvl_algos.uds",
     "uds_datasets": "cvl_algos.uds",
-    "pretrain_critic": "cvl_algos.uds",
     "CVLConfig": "cvl_algos.cvl",
     "CVLMCConfig": "cvl_algos.cvl",
     "CVLLearner": "cvl_algos.cvl",
@@ -55,7 +61,7 @@ __all__ = [
     "load_checkpoint",
     "load_learner",
     "make_learner",
-    "pretrain_critic",
+    "offline_algorithms",
     "read_checkpoint_state",
     "register",
     "save_checkpoint",

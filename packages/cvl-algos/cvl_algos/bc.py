@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from cvl_algos.common import LearnerBase
+from cvl_algos.base import LearnerBase
 from cvl_models import TanhGaussianPolicy
 
 __all__ = ["BCConfig", "BCLearner", "FilteredBCConfig", "FilteredBCLearner", "bc_loss"]
@@ -81,7 +81,8 @@ class BCLearner(LearnerBase):
 
     name = "bc"
     config_cls = BCConfig
-    sampler_kind = "transition"
+    needs_rewards = False
+    progress_metrics = ("bc_loss",)
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
@@ -127,6 +128,7 @@ class FilteredBCLearner(BCLearner):
 
     name = "filtered_bc"
     config_cls = FilteredBCConfig
+    needs_rewards = True  # to rank episodes by return
 
     def training_source(self, source):
         from cvl_data import top_episodes

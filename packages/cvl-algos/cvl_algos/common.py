@@ -1,43 +1,20 @@
-"""Pieces shared by every learner (BC, SAC, CQL, CQL+UDS, CVL).
+"""Pieces shared by every learner (BC, SAC, CQL, CQL+UDS, CVL): configs as JSON data, clipped
+optimiser steps, polyak averaging, metrics as floats, frozen calls, batch checks, `Scalar`.
 
-:class:`LearnerBase` gives a learner its step counter, device handling, its own RNG, batched
-``act`` from numpy to numpy, optional ``torch.compile`` and pickle-free ``save``/``load``.
-A subclass:
-
-- sets the class attributes ``name``, ``config_cls`` (a frozen dataclass with fields
-  ``max_grad_norm`` and ``compile``) and ``sampler_kind`` ("transition" | "contrastive");
-- builds its networks in ``__init__`` after ``super().__init__`` and inside ``self.rng_scope()``
-  (so initialisation depends on ``seed`` only), keeps the acting network as ``self.policy``;
-- implements ``state_modules()`` / ``state_optimizers()`` (everything a checkpoint must hold:
-  extra tensors such as a log-temperature go into a module, see :class:`Scalar`) and
-  ``_train_step(batch) -> dict[str, Tensor]`` (one gradient step; may use ``self.maybe_compile``);
-- may override ``extra_state()`` / ``load_extra_state()`` for JSON-able non-tensor state.
-
-``update(batch)`` runs ``_train_step`` inside the learner's RNG scope, increments ``step`` and
-returns the metrics as floats (one host transfer for all of them).
-
-Randomness: the learner owns a CPU ``torch.Generator`` (and a CUDA one on CUDA devices). While the
-learner initialises, updates or acts, these states are swapped into torch's global RNG and read
-back afterwards, so sampling inside networks (which use the global RNG) is reproducible from
-``seed`` whatever else the process does, and the states travel with the checkpoint.
+The learner protocol itself (`LearnerBase`) lives in `cvl_algos.base`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
+from cvl_data.jsonio import to_json_data
 
 __all__ = [
-    "LearnerBase",
     "Scalar",
     "assert_transition_batch",
     "config_from_dict",
@@ -54,7 +31,7 @@ __all__ = [
 
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A frozen config dataclass as a JSON-able dict (tuples become lists)."""
-    return dataclasses.asdict(config)
+    return to_json_data(config)
 
 
 def config_from_dict(config_cls: type, values: dict[str, Any]) -> Any:
@@ -158,203 +135,3 @@ class Scalar(nn.Module):
 
     def forward(self) -> torch.Tensor:
         return self.value
-
-
-# ----------------------------------------------------------------------------- learner base
-
-
-class LearnerBase:
-    """Base of all learners; see the module docstring for what a subclass provides."""
-
-    name: ClassVar[str] = "base"
-    config_cls: ClassVar[type]
-    sampler_kind: ClassVar[str] = "transition"
-
-    policy: nn.Module
-
-    def __init__(
-        self,
-        obs_shape: tuple[int, ...],
-        action_dim: int,
-        config: Any = None,
-        device: str | torch.device = "cpu",
-        seed: int = 0,
-    ) -> None:
-        self.obs_shape = tuple(int(d) for d in obs_shape)
-        self.action_dim = int(action_dim)
-        self.config = config if config is not None else self.config_cls()
-        if not isinstance(self.config, self.config_cls):
-            raise TypeError(f"{self.name}: config must be {self.config_cls.__name__}")
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
-        self.seed = int(seed)
-        self.step = 0
-        self._cpu_gen = torch.Generator("cpu").manual_seed(self.seed)
-        self._cuda_gen = None
-        if self.device.type == "cuda":
-            self._cuda_gen = torch.Generator(self.device).manual_seed(self.seed)
-
-    # -- things a subclass provides ------------------------------------------------------------
-
-    def state_modules(self) -> dict[str, nn.Module]:
-        """Every module whose state a checkpoint holds (networks, targets, scalars)."""
-        raise NotImplementedError
-
-    def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        """Every optimizer whose state a checkpoint holds."""
-        raise NotImplementedError
-
-    def _train_step(self, batch: Any) -> dict[str, torch.Tensor]:
-        """One gradient step on ``batch``; returns scalar tensor metrics."""
-        raise NotImplementedError
-
-    def training_source(self, source: Any) -> Any:
-        """The data this learner trains on, given the run's labelled dataset (default: all of it).
-
-        A learner that selects data (filtered BC keeps the top episodes by return) overrides it.
-        """
-        return source
-
-    def extra_state(self) -> dict[str, Any]:
-        """JSON-able state beyond modules/optimizers/step (default: none)."""
-        return {}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Inverse of :meth:`extra_state`."""
-
-    # -- randomness, compilation ---------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def rng_scope(self) -> Iterator[None]:
-        """Swap the learner's generators into torch's global RNG for the duration of the block."""
-        outer_cpu = torch.get_rng_state()
-        torch.set_rng_state(self._cpu_gen.get_state())
-        outer_cuda = None
-        if self._cuda_gen is not None:
-            outer_cuda = torch.cuda.get_rng_state(self.device)
-            torch.cuda.set_rng_state(self._cuda_gen.get_state(), self.device)
-        try:
-            yield
-        finally:
-            self._cpu_gen.set_state(torch.get_rng_state())
-            torch.set_rng_state(outer_cpu)
-            if self._cuda_gen is not None:
-                self._cuda_gen.set_state(torch.cuda.get_rng_state(self.device))
-                torch.cuda.set_rng_state(outer_cuda, self.device)
-
-    def generators(self) -> dict[str, torch.Generator]:
-        gens = {"cpu": self._cpu_gen}
-        if self._cuda_gen is not None:
-            gens["cuda"] = self._cuda_gen
-        return gens
-
-    def maybe_compile(self, fn: Callable) -> Callable:
-        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged."""
-        if getattr(self.config, "compile", False):
-            return torch.compile(fn)
-        return fn
-
-    def clip_and_step(
-        self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, module: nn.Module
-    ) -> torch.Tensor:
-        """:func:`optimizer_step` with the config's ``max_grad_norm``."""
-        return optimizer_step(optimizer, loss, module.parameters(), self.config.max_grad_norm)
-
-    # -- the protocol ----------------------------------------------------------------------------
-
-    def update(self, batch: Any) -> dict[str, float]:
-        """One gradient step; returns metrics as python floats."""
-        with self.rng_scope():
-            metrics = self._train_step(batch)
-        self.step += 1
-        return metrics_to_floats(metrics)
-
-    def obs_tensor(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
-        """Observations on the learner's device: uint8 stays uint8 (pixels), others float32."""
-        obs_t = torch.as_tensor(obs, device=self.device)
-        if obs_t.dtype != torch.uint8:
-            obs_t = obs_t.to(torch.float32)
-        return obs_t
-
-    @torch.no_grad()
-    def act(self, obs: np.ndarray | torch.Tensor, deterministic: bool = True) -> np.ndarray:
-        """Actions for a batch ``(B, *obs_shape) -> (B, A)``; a single ``obs_shape`` gives ``(A,)``."""
-        obs_t = self.obs_tensor(obs)
-        single = tuple(obs_t.shape) == self.obs_shape
-        if single:
-            obs_t = obs_t.unsqueeze(0)
-        assert tuple(obs_t.shape[1:]) == self.obs_shape, (tuple(obs_t.shape), self.obs_shape)
-        with self.rng_scope():
-            if deterministic:
-                action = self.policy.deterministic(obs_t)
-            else:
-                action, _ = self.policy.sample(obs_t)
-        action = action.float().cpu().numpy()
-        return action[0] if single else action
-
-    # -- checkpoints ------------------------------------------------------------------------------
-
-    def checkpoint_state(self) -> dict[str, Any]:
-        return {
-            "algorithm": self.name,
-            "learner_class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "config": config_to_dict(self.config),
-            "step": self.step,
-            "obs_shape": list(self.obs_shape),
-            "action_dim": self.action_dim,
-            "seed": self.seed,
-            "extra": self.extra_state(),
-        }
-
-    def save(self, dir: str | Path) -> Path:
-        """Save modules, optimizers, config, step and RNG states (safetensors + JSON)."""
-        return save_checkpoint(
-            dir,
-            self.state_modules(),
-            self.state_optimizers(),
-            self.checkpoint_state(),
-            generators=self.generators(),
-        )
-
-    @classmethod
-    def load(
-        cls, dir: str | Path, device: str | torch.device = "cpu", restore_global_rng: bool = True
-    ) -> LearnerBase:
-        """Rebuild a learner saved by :meth:`save` on ``device``; its next update continues exactly.
-
-        The learner class is the one registered under the saved algorithm name (so
-        ``LearnerBase.load`` works for any learner); it must be ``cls`` or a subclass of it.
-        A name missing from :mod:`cvl_algos.registry` falls back to ``cls`` when the names match.
-        """
-        from cvl_algos.registry import ALGORITHMS, learner_class
-
-        state = read_checkpoint_state(dir)
-        name = state["algorithm"]
-        if name in ALGORITHMS:
-            learner_cls = learner_class(name)
-        elif cls.name == name:
-            learner_cls = cls
-        else:
-            raise ValueError(f"checkpoint of unregistered algorithm {name!r} at {dir}")
-        if not issubclass(learner_cls, cls):
-            raise TypeError(f"{cls.__name__}.load: {dir} holds a {learner_cls.__name__} ({name!r})")
-        config = config_from_dict(learner_cls.config_cls, state["config"])
-        learner = learner_cls(
-            obs_shape=tuple(state["obs_shape"]),
-            action_dim=state["action_dim"],
-            config=config,
-            device=device,
-            seed=state["seed"],
-        )
-        load_checkpoint(
-            dir,
-            learner.state_modules(),
-            learner.state_optimizers(),
-            device=learner.device,
-            generators=learner.generators(),
-            restore_global_rng=restore_global_rng,
-        )
-        learner.step = int(state["step"])
-        learner.load_extra_state(state["extra"])
-        return learner

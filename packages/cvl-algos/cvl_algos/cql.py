@@ -162,7 +162,10 @@ def cql_lagrange_loss(
 
     Minimising it raises ``alpha'`` while the mean per-head regulariser exceeds ``tau``.
     """
-    assert log_alpha_prime.shape == regularizer.shape == (), (log_alpha_prime.shape, regularizer.shape)
+    assert log_alpha_prime.shape == regularizer.shape == (), (
+        log_alpha_prime.shape,
+        regularizer.shape,
+    )
     alpha_prime = log_alpha_prime.exp()
     loss = -alpha_prime * (0.5 * regularizer.detach() - target_action_gap)
     return loss, {"cql_alpha_prime": alpha_prime.detach(), "cql_lagrange_loss": loss.detach()}
@@ -195,13 +198,15 @@ class CQLLearner(sac.SACLearner):
 
     name = "cql"
     config_cls = CQLConfig
-    sampler_kind = "transition"
+    offline = True
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
         self._warmstart_loss_fn = self.maybe_compile(self.compute_warmstart_actor_loss)
         self.log_alpha_prime = Scalar(math.log(max(self.config.cql_alpha, 1e-8))).to(self.device)
-        self.alpha_prime_opt = torch.optim.Adam(self.log_alpha_prime.parameters(), lr=self.config.lr)
+        self.alpha_prime_opt = torch.optim.Adam(
+            self.log_alpha_prime.parameters(), lr=self.config.lr
+        )
 
     def state_modules(self) -> dict[str, nn.Module]:
         modules = super().state_modules()

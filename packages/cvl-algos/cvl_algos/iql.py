@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from cvl_algos.common import LearnerBase, assert_transition_batch, polyak_update
+from cvl_algos.base import LearnerBase
+from cvl_algos.common import assert_transition_batch, polyak_update
 from cvl_models import TanhGaussianPolicy, TwinQ, ValueNetwork
 
 __all__ = [
@@ -66,7 +67,9 @@ class IQLConfig:
         if not 0.0 < self.expectile < 1.0:
             raise ValueError(f"expectile must lie in (0, 1), got {self.expectile}")
         if self.beta < 0 or self.max_weight <= 0:
-            raise ValueError(f"need beta >= 0 and max_weight > 0, got {self.beta}, {self.max_weight}")
+            raise ValueError(
+                f"need beta >= 0 and max_weight > 0, got {self.beta}, {self.max_weight}"
+            )
 
 
 def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
@@ -138,6 +141,7 @@ class IQLLearner(LearnerBase):
     """IQL learner: ``update(TransitionBatch)`` does one value, critic and policy step."""
 
     name = "iql"
+    progress_metrics = ("critic_loss", "value_loss", "policy_loss")
     config_cls = IQLConfig
     sampler_kind = "transition"
 

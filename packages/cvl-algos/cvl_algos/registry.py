@@ -1,8 +1,11 @@
 """Learner registry: ``make_learner(name, ...)`` and the ``ALGORITHMS`` table.
 
 Learner classes are referenced by import path and imported on first use, so importing
-``cvl_algos`` stays cheap and a learner module may import this one without a cycle.
-``register(name, target)`` adds an algorithm (a class or a ``"module:Class"`` path).
+``cvl_algos`` stays cheap. The registry sits above the learners: it imports them (by path), none
+of them imports it. ``register(name, target)`` adds an algorithm (a class or a ``"module:Class"``
+path); a learner describes itself through its class's declarations (`cvl_algos.base.LearnerBase`:
+``offline``, ``needs_rewards``, ``pretraining``, sampler, progress metrics), so adding an
+algorithm is its module plus one line in `ALGORITHMS`.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from cvl_algos.base import LearnerBase
+from cvl_algos.checkpoint import read_checkpoint_state
 
 if TYPE_CHECKING:
     # Never executed; names the modules behind the import paths below so that Pants'
@@ -23,7 +29,14 @@ if TYPE_CHECKING:
     import cvl_algos.sac
     import cvl_algos.uds  # noqa: F401
 
-__all__ = ["ALGORITHMS", "learner_class", "load_learner", "make_learner", "register"]
+__all__ = [
+    "ALGORITHMS",
+    "learner_class",
+    "load_learner",
+    "make_learner",
+    "offline_algorithms",
+    "register",
+]
 
 ALGORITHMS: dict[str, str | type] = {
     "bc": "cvl_algos.bc:BCLearner",
@@ -81,7 +94,13 @@ def make_learner(
 
 
 def load_learner(dir, device: str | torch.device = "cpu", restore_global_rng: bool = True):
-    """Load any learner saved with ``learner.save(dir)``; its class comes from the checkpoint."""
-    from cvl_algos.common import LearnerBase
+    """Load any learner saved with ``learner.save(dir)``: the class registered under its saved
+    algorithm name (else the class the checkpoint names, `LearnerBase.load`)."""
+    name = read_checkpoint_state(dir)["algorithm"]
+    cls = learner_class(name) if name in ALGORITHMS else LearnerBase
+    return cls.load(dir, device=device, restore_global_rng=restore_global_rng)
 
-    return LearnerBase.load(dir, device=device, restore_global_rng=restore_global_rng)
+
+def offline_algorithms() -> tuple[str, ...]:
+    """The registered algorithms an offline trainer runs (their learner class is ``offline``)."""
+    return tuple(name for name in ALGORITHMS if learner_class(name).offline)

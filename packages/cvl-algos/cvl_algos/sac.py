@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from cvl_algos.base import LearnerBase
 from cvl_algos.common import (
-    LearnerBase,
     Scalar,
     assert_transition_batch,
     frozen_call,
@@ -146,7 +146,8 @@ class SACLearner(LearnerBase):
 
     name = "sac"
     config_cls = SACConfig
-    sampler_kind = "transition"
+    offline = False  # online: it generates the datasets (cvl-eval)
+    progress_metrics = ("critic_loss", "actor_loss")
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)

@@ -12,31 +12,27 @@ UDS ("unlabeled data sharing", Yu et al. 2022) as the paper uses it (sec. 5.1 fo
 
 The pretraining phase runs CQL's critic update (TD with zero rewards plus the CQL(H)
 regulariser) and the target-network EMA only; the policy and the temperature are not trained
-(the TD target samples ``a' ~ pi(s')`` from the policy at its initialisation). Pretraining steps
-are counted separately from ``step``, so ``policy_eval_start`` counts finetuning updates only.
+(the TD target samples ``a' ~ pi(s')`` from the policy at its initialisation). It is the shared
+pretraining mechanism (`cvl_algos.pretraining`, kind ``"self"``): pretraining steps are counted
+separately from ``step``, so ``policy_eval_start`` counts finetuning updates only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from cvl_algos.common import metrics_to_floats, polyak_update
+from cvl_algos.base import TrainingData
+from cvl_algos.common import polyak_update
 from cvl_algos.cql import CQLConfig, CQLLearner
+from cvl_algos.pretraining import PretrainingLearner
 from cvl_data import union_with_shared, zero_reward
 
-__all__ = [
-    "CQLUDSConfig",
-    "CQLUDSLearner",
-    "UDSData",
-    "pretrain_critic",
-    "uds_datasets",
-    "zero_reward_batch",
-]
+__all__ = ["CQLUDSConfig", "CQLUDSLearner", "uds_datasets", "zero_reward_batch"]
 
 
 @dataclass(frozen=True)
@@ -45,19 +41,10 @@ class CQLUDSConfig(CQLConfig):
 
     pretrain_steps: int = 50_000
     """Critic-only zero-reward updates when there are no related tasks (not in the paper;
-    our choice, applied by :func:`pretrain_critic`)."""
+    our choice; the length of the pretraining phase, `cvl_algos.pretraining`)."""
 
 
-@dataclass(frozen=True)
-class UDSData:
-    """What CQL+UDS trains on: ``train`` (labelled target, or its union with zero-reward shared
-    data) and ``pretrain`` (the target at reward 0 when there is no shared data, else None)."""
-
-    train: Any
-    pretrain: Any | None
-
-
-def uds_datasets(target: Any, shared: Any | Sequence[Any] = ()) -> UDSData:
+def uds_datasets(target: Any, shared: Any | Sequence[Any] = ()) -> TrainingData:
     """Build the UDS data views from a labelled ``target`` dataset and ``shared`` datasets.
 
     Args:
@@ -65,15 +52,15 @@ def uds_datasets(target: Any, shared: Any | Sequence[Any] = ()) -> UDSData:
         shared: related tasks' datasets (labelled or reward-free); empty for none.
 
     Returns:
-        ``UDSData(train=union_with_shared(target, shared), pretrain=None)`` with shared data,
-        ``UDSData(train=target, pretrain=zero_reward(target))`` without.
+        ``TrainingData(train=union_with_shared(target, shared), pretrain=None)`` with shared
+        data, ``TrainingData(train=target, pretrain=zero_reward(target))`` without.
     """
     shared_list = [shared] if hasattr(shared, "spec") else list(shared)
     if shared_list:
-        return UDSData(train=union_with_shared(target, shared_list), pretrain=None)
+        return TrainingData(train=union_with_shared(target, shared_list), pretrain=None)
     if not target.spec.has_rewards:
         raise ValueError(f"uds_datasets: target {target.spec.task!r} has no rewards")
-    return UDSData(train=target, pretrain=zero_reward(target))
+    return TrainingData(train=target, pretrain=zero_reward(target))
 
 
 def zero_reward_batch(batch: Any) -> Any:
@@ -82,61 +69,22 @@ def zero_reward_batch(batch: Any) -> Any:
     return dataclasses.replace(batch, reward=reward)
 
 
-class CQLUDSLearner(CQLLearner):
-    """CQL+UDS: a CQL learner plus :meth:`pretrain_update`, the zero-reward critic pretraining."""
+class CQLUDSLearner(PretrainingLearner, CQLLearner):
+    """CQL+UDS: a CQL learner whose pretraining phase is the zero-reward critic update."""
 
     name = "cql_uds"
     config_cls = CQLUDSConfig
-    sampler_kind = "transition"
-
-    def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
-        super().__init__(obs_shape, action_dim, config, device, seed)
-        self.pretrain_steps = 0
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"pretrain_steps": self.pretrain_steps}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.pretrain_steps = int(state.get("pretrain_steps", 0))
+    pretraining = "self"
 
     def _pretrain_step(self, batch) -> dict[str, torch.Tensor]:
+        """One critic-only CQL update with all rewards set to 0 (the target EMA too)."""
         loss, metrics = self._critic_loss_fn(zero_reward_batch(batch))
         metrics["critic_grad_norm"] = self.clip_and_step(self.critic_opt, loss, self.critic)
         polyak_update(self.critic_target, self.critic, self.config.tau)
         return metrics
 
-    def pretrain_update(self, batch) -> dict[str, float]:
-        """One critic-only CQL update with all rewards set to 0 (``step`` is not advanced)."""
-        with self.rng_scope():
-            metrics = self._pretrain_step(batch)
-        self.pretrain_steps += 1
-        return metrics_to_floats(metrics)
-
-
-def pretrain_critic(
-    learner: CQLUDSLearner,
-    sample: Callable[[], Any],
-    num_steps: int | None = None,
-    callback: Callable[[int, dict[str, float]], None] | None = None,
-) -> dict[str, float]:
-    """Run zero-reward critic pretraining until ``learner.pretrain_steps == num_steps``.
-
-    Resumable: a learner loaded from a checkpoint continues from its saved ``pretrain_steps``.
-
-    Args:
-        learner: a :class:`CQLUDSLearner`.
-        sample: returns the next ``TransitionBatch`` (e.g. ``TransitionSampler(...).sample``
-            over ``uds_datasets(...).pretrain``).
-        num_steps: total pretraining updates; defaults to ``learner.config.pretrain_steps``.
-        callback: called as ``callback(pretrain_step, metrics)`` after every update.
-
-    Returns:
-        The metrics of the last update (empty if nothing was left to do).
-    """
-    total = learner.config.pretrain_steps if num_steps is None else int(num_steps)
-    metrics: dict[str, float] = {}
-    while learner.pretrain_steps < total:
-        metrics = learner.pretrain_update(sample())
-        if callback is not None:
-            callback(learner.pretrain_steps, metrics)
-    return metrics
+    def training_data(
+        self, target: Any, related: Sequence[Any] = (), include_target: bool = True
+    ) -> TrainingData:
+        """`uds_datasets` of `training_source` of the target (always part of UDS's data)."""
+        return uds_datasets(self.training_source(target), related)

@@ -107,7 +107,9 @@ def test_filtered_bc_trains_on_the_top_episodes_only(tmp_path):
     """The learner's training data is cvl_data.top_episodes of the run's dataset."""
     from cvl_data import DatasetSpec, DatasetWriter, open_dataset
 
-    spec = DatasetSpec("Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True)
+    spec = DatasetSpec(
+        "Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True
+    )
     with DatasetWriter(tmp_path / "ds", spec, durable=False) as writer:
         for e, reward in enumerate([1.0, 5.0, 2.0, 9.0]):
             writer.add_episode(

@@ -63,7 +63,9 @@ def test_awr_loss_matches_naive_reference() -> None:
 
     n, beta, max_w = 5, 1.5, 3.0
     torch.manual_seed(3)
-    loss, _ = awr_policy_loss(policy, q_fn, batch, num_action_samples=n, beta=beta, max_weight=max_w)
+    loss, _ = awr_policy_loss(
+        policy, q_fn, batch, num_action_samples=n, beta=beta, max_weight=max_w
+    )
     torch.manual_seed(3)
     with torch.no_grad():
         samples, _ = policy.sample(batch.obs_t, num_samples=n)

@@ -15,10 +15,10 @@ from cvl_algos.cvl import (
     CVLLearner,
     CVLMCConfig,
     CVLMCLearner,
-    pretrain_then_finetune,
     xi_ema,
     xi_estimate,
 )
+from cvl_algos.pretraining import pretrain_then_finetune
 from cvl_data import ContrastiveBatch
 
 TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}

@@ -42,7 +42,9 @@ def test_defaults_are_the_iql_papers():
 def test_expectile_loss_against_naive_reference(diff, tau):
     """|tau - 1(u < 0)| u^2 elementwise; tau = 0.5 is half the squared error."""
     u = torch.tensor(diff, dtype=torch.float64)
-    expected = torch.tensor([(tau if x >= 0 else 1 - tau) * x * x for x in diff], dtype=torch.float64)
+    expected = torch.tensor(
+        [(tau if x >= 0 else 1 - tau) * x * x for x in diff], dtype=torch.float64
+    )
     torch.testing.assert_close(expectile_loss(u, tau), expected)
     torch.testing.assert_close(expectile_loss(u, 0.5), 0.5 * u.square())
 

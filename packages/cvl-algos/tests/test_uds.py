@@ -1,5 +1,7 @@
 """CQL+UDS: data views (union with zero-reward shared data) and zero-reward critic pretraining."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import torch
 from conftest import (
@@ -14,13 +16,8 @@ from conftest import (
 )
 
 from cvl_algos.cql import CQLConfig
-from cvl_algos.uds import (
-    CQLUDSConfig,
-    CQLUDSLearner,
-    pretrain_critic,
-    uds_datasets,
-    zero_reward_batch,
-)
+from cvl_algos.pretraining import pretrain_then_finetune
+from cvl_algos.uds import CQLUDSConfig, CQLUDSLearner, uds_datasets, zero_reward_batch
 from cvl_data import DatasetSpec, DatasetWriter, TransitionSampler, open_dataset, reward_free
 
 
@@ -91,13 +88,15 @@ def test_pretraining_trains_critic_only_and_keeps_step(tmp_path):
     policy_before = {k: v.clone() for k, v in learner.policy.state_dict().items()}
     critic_before = [p.clone() for p in learner.critic.parameters()]
     seen = []
-    metrics = pretrain_critic(learner, sampler.sample, callback=lambda i, m: seen.append(i))
+    metrics = pretrain_then_finetune(
+        learner, sampler, None, 0, callback=lambda phase, i, m: seen.append(i)
+    )
     assert seen == [1, 2, 3] and learner.pretrain_steps == 3 and learner.step == 0
     assert "cql_regularizer" in metrics and "actor_loss" not in metrics
     for k, v in learner.policy.state_dict().items():
         assert torch.equal(v, policy_before[k]), k
     assert any(not torch.equal(a, b) for a, b in zip(critic_before, learner.critic.parameters()))
-    assert pretrain_critic(learner, sampler.sample) == {}  # nothing left
+    assert pretrain_then_finetune(learner, sampler, None, 0) == {}  # nothing left
 
 
 def test_zero_reward_pretraining_ignores_labels():
@@ -123,7 +122,7 @@ def test_pretraining_resumes_exactly(tmp_path):
     resumed = CQLUDSLearner.load(tmp_path / "ck")
     assert resumed.pretrain_steps == 2 and resumed.step == 0
     it = iter(batches[2:4])
-    pretrain_critic(resumed, lambda: next(it), num_steps=4)
+    pretrain_then_finetune(resumed, SimpleNamespace(sample=lambda: next(it)), None, 0, 4)
     for b in batches[4:]:
         resumed.update(b)
     assert_learners_equal(straight, resumed)

@@ -10,7 +10,9 @@ from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.concat import ConcatDataset, concat_datasets
 from cvl_data.errors import DatasetError
 from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
+from cvl_data.peek import is_dataset, open_committed, read_spec
 from cvl_data.reader import Dataset, open_dataset
+from cvl_data.replay import ReplayBuffer
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
 from cvl_data.source import EpisodeSource
 from cvl_data.spec import DatasetSpec
@@ -30,12 +32,16 @@ __all__ = [
     "EpisodeSource",
     "EpisodeSubset",
     "RelabelledView",
+    "ReplayBuffer",
     "TransitionBatch",
     "TransitionSampler",
     "__version__",
     "concat_datasets",
     "episode_returns",
+    "is_dataset",
+    "open_committed",
     "open_dataset",
+    "read_spec",
     "related_tasks",
     "reward_free",
     "sample_truncated_geometric",

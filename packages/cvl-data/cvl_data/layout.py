@@ -1,4 +1,4 @@
-"""The on-disk layout: file names, field table, `.npy` headers, checksums, atomic JSON.
+"""The on-disk layout: file names, field table, `.npy` headers, checksums, `meta.json`.
 
 A finished dataset is one folder::
 
@@ -16,8 +16,6 @@ An unfinished one is ``<name>.partial/`` with ``progress.json`` instead of ``met
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from cvl_data.jsonio import package_versions
 from cvl_data.spec import DatasetSpec
 
 FORMAT = "cvl-dataset"
@@ -100,49 +99,6 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def fsync_dir(path: Path) -> None:
-    """Make a rename/creation inside ``path`` durable (no-op where unsupported)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_json_atomic(
-    path: Path, data: dict[str, Any], durable: bool = True, sync_dir: bool = True
-) -> None:
-    """Write JSON to a temporary name, fsync (if ``durable``), then rename over ``path``."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-        handle.flush()
-        if durable:
-            os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    if durable and sync_dir:
-        fsync_dir(path.parent)
-
-
-def package_versions() -> dict[str, str]:
-    """Versions recorded in each dataset's metadata."""
-    import platform
-
-    import cvl_data
-
-    return {
-        "cvl_data": cvl_data.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
 def build_meta(
     spec: DatasetSpec, num_steps: int, num_episodes: int, folder: Path, created_utc: str
 ) -> dict[str, Any]:
@@ -165,6 +121,6 @@ def build_meta(
         "num_episodes": num_episodes,
         "num_steps": num_steps,
         "fields": fields,
-        "package_versions": package_versions(),
+        "package_versions": package_versions(("cvl_data", "numpy", "python")),
         "created_utc": created_utc,
     }

@@ -61,6 +61,24 @@ class Dataset:
     def task_names(self) -> tuple[str, ...]:
         return (self.spec.task,)
 
+    @classmethod
+    def from_fields(
+        cls, path: Path, spec: DatasetSpec, meta: dict[str, Any], arrays: dict[str, np.ndarray]
+    ) -> Dataset:
+        """A dataset from its field arrays (`cvl_data.layout.field_layouts` names; no
+        ``rewards`` for a reward-free one); the episode offsets are loaded into memory."""
+        return cls(
+            path=path,
+            spec=spec,
+            meta=meta,
+            observations=arrays["observations"],
+            actions=arrays["actions"],
+            rewards=arrays.get("rewards"),
+            terminated=arrays["terminated"],
+            truncated=arrays["truncated"],
+            episode_offsets=np.array(arrays["episode_offsets"]),
+        )
+
     @property
     def episode_info(self) -> tuple[dict[str, Any], ...]:
         """Per-episode facts the writer was given (``add_episode(info=...)``); ``{}`` each if none."""
@@ -88,7 +106,8 @@ class Dataset:
         }
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
+def read_meta(path: Path) -> dict[str, Any]:
+    """The checked ``meta.json`` of the finished dataset at ``path`` (`DatasetError` otherwise)."""
     if not path.exists():
         partial = partial_path(path)
         if partial.exists():
@@ -96,7 +115,7 @@ def _read_meta(path: Path) -> dict[str, Any]:
                 f"{path}: not finished; an interrupted writer left {partial} "
                 "(continue it with DatasetWriter(path, spec, resume=True))"
             )
-        raise DatasetError(f"{path}: no such dataset folder")
+        raise DatasetError(f"no dataset at {path} (no such dataset folder)")
     if not path.is_dir():
         raise DatasetError(f"{path}: not a folder")
     if (path / PROGRESS_FILE).exists() or path.name.endswith(PARTIAL_SUFFIX):
@@ -178,7 +197,7 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
     skips only the checksums.
     """
     path = Path(path)
-    meta = _read_meta(path)
+    meta = read_meta(path)
     spec = DatasetSpec.from_json(meta.get("spec"), where=f"{path / META_FILE} (field 'spec')")
     layouts = field_layouts(spec)
     unexpected = sorted(set(meta["fields"]) - set(layouts))
@@ -219,14 +238,4 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
             f"{path / META_FILE} (field 'episode_info'): expected a list of "
             f"{meta['num_episodes']} dicts, one per episode"
         )
-    return Dataset(
-        path=path,
-        spec=spec,
-        meta=meta,
-        observations=arrays["observations"],
-        actions=arrays["actions"],
-        rewards=arrays.get("rewards"),
-        terminated=arrays["terminated"],
-        truncated=arrays["truncated"],
-        episode_offsets=np.array(arrays["episode_offsets"]),
-    )
+    return Dataset.from_fields(path, spec, meta, arrays)

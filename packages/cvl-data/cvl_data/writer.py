@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, Self
 import numpy as np
 
 from cvl_data.errors import DatasetError
+from cvl_data.jsonio import fsync_dir, write_json_atomic
 from cvl_data.layout import (
     HEADER_BYTES,
     META_FILE,
@@ -29,10 +30,8 @@ from cvl_data.layout import (
     SCHEMA_VERSION,
     build_meta,
     field_layouts,
-    fsync_dir,
     npy_header,
     partial_path,
-    write_json_atomic,
 )
 from cvl_data.spec import DatasetSpec
 from cvl_data.validate import coerce_episode
@@ -141,7 +140,9 @@ class DatasetWriter:
                 if name == "episode_offsets":
                     handle.write(np.zeros(1, np.int64).tobytes())
                 self._sync(handle)
-        write_json_atomic(scratch / PROGRESS_FILE, self._progress(), self.durable)
+        write_json_atomic(
+            scratch / PROGRESS_FILE, self._progress(), self.durable, True, sort_keys=True
+        )
         os.rename(scratch, self._partial)
         self._sync_dir(self._partial.parent)
         self._open_files()
@@ -191,7 +192,7 @@ class DatasetWriter:
                 )
         self._open_files()
         if source == meta_file:  # finished but not yet renamed: keep it resumable
-            write_json_atomic(progress_file, self._progress(), self.durable)
+            write_json_atomic(progress_file, self._progress(), self.durable, True, sort_keys=True)
             meta_file.unlink()
 
     def _open_files(self) -> None:
@@ -252,7 +253,9 @@ class DatasetWriter:
         self._num_steps += T
         self._episode_info.append(info)
         # Data is synced before the journal names it; the journal's own rename need not be.
-        write_json_atomic(self._partial / PROGRESS_FILE, self._progress(), self.durable, False)
+        write_json_atomic(
+            self._partial / PROGRESS_FILE, self._progress(), self.durable, sort_keys=True
+        )
 
     def _rollback(self) -> None:
         """Drop bytes of an episode that failed half-way (best effort; resume truncates too)."""
@@ -284,7 +287,7 @@ class DatasetWriter:
         meta = build_meta(self.spec, self._num_steps, self._num_episodes, self._partial, created)
         if any(self._episode_info):
             meta["episode_info"] = self._episode_info
-        write_json_atomic(self._partial / META_FILE, meta, self.durable)
+        write_json_atomic(self._partial / META_FILE, meta, self.durable, True, sort_keys=True)
         (self._partial / PROGRESS_FILE).unlink()
         self._sync_dir(self._partial)
         if self.path.exists():

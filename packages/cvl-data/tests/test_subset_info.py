@@ -36,7 +36,9 @@ def test_select_episodes_matches_naive_slicing(write_encoded, lengths, data):
     for i, e in enumerate(chosen):
         start, stop = int(subset.episode_offsets[i]), int(subset.episode_offsets[i + 1])
         want = _naive_episode(source, e)
-        np.testing.assert_array_equal(subset.observations[start + i : stop + i + 1], want["observations"])
+        np.testing.assert_array_equal(
+            subset.observations[start + i : stop + i + 1], want["observations"]
+        )
         np.testing.assert_array_equal(subset.actions[start:stop], want["actions"])
         np.testing.assert_array_equal(subset.rewards[start:stop], want["rewards"])
         np.testing.assert_array_equal(subset.terminated[start:stop], want["terminated"])
@@ -48,7 +50,10 @@ def test_top_episodes_keeps_highest_returns_and_samplers_read_it(write_encoded):
 
     source = write_encoded([5, 3, 8, 2, 6])  # rewards = global step + 0.5: later = higher
     returns = episode_returns(source)
-    naive = [float(np.sum(source.rewards[a:b])) for a, b in zip(source.episode_offsets[:-1], source.episode_offsets[1:])]
+    naive = [
+        float(np.sum(source.rewards[a:b]))
+        for a, b in zip(source.episode_offsets[:-1], source.episode_offsets[1:])
+    ]
     np.testing.assert_allclose(returns, naive)
     top = top_episodes(source, 0.4)  # ceil(0.4 * 5) = 2 episodes
     assert top.episodes.tolist() == sorted(np.argsort(-returns)[:2].tolist())

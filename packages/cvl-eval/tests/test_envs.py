@@ -1,14 +1,10 @@
 """Environment construction on the real Meta-World and Mountain Car environments."""
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from cvl_eval.envs import MOUNTAIN_CAR, TASK_NAMES, canonical_name, make_env
+from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, canonical_name, make_env
 
 
 def test_there_are_fifty_v3_tasks():

@@ -1,22 +1,14 @@
 """The packaged expert table, score normalisation, and the command that recomputes the table."""
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import json
 
 import numpy as np
 import pytest
 
-from cvl_eval.envs import TASK_NAMES
-from cvl_eval.experts import (
-    ScriptedExpert,
-    expert_return,
-    load_expert_table,
-    main,
-    normalized_score,
-)
+from cvl_eval.envs.expert_scores import expert_return, load_expert_table, normalized_score
+from cvl_eval.envs.experts import ScriptedExpert
+from cvl_eval.envs.make import TASK_NAMES
+from cvl_eval.rollout.expert_table import main
 
 
 def test_packaged_table_covers_all_fifty_tasks():

@@ -1,14 +1,10 @@
 """Scripted dataset generation through cvl_data's writer, including resuming."""
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import numpy as np
 import pytest
 
 from cvl_data import DatasetError, open_dataset
-from cvl_eval.generate import ScriptedConfig, generate_scripted
+from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 
 CONFIG = ScriptedConfig("reach", num_episodes=4, noise_sigma=0.3, epsilon=0.1, max_steps=12)
 

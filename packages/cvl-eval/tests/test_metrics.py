@@ -14,8 +14,7 @@ from hypothesis.extra.numpy import arrays
 from rliable import library as rly
 from rliable import metrics as rly_metrics
 
-from cvl_eval.metric_plots import write_rliable_report
-from cvl_eval.metrics import (
+from cvl_eval.analysis.metrics import (
     AGGREGATE_NAMES,
     BootstrapConfig,
     aggregate_scores,
@@ -26,6 +25,7 @@ from cvl_eval.metrics import (
     sample_efficiency,
     score_matrix,
 )
+from cvl_eval.analysis.plots import write_rliable_report
 
 CONFIG = BootstrapConfig(reps=200, seed=3)
 

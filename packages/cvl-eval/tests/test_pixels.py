@@ -1,15 +1,11 @@
 """Headless pixel observations (EGL): shape, content, camera orientation, GL-context handling."""
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import mujoco
 import numpy as np
 import pytest
 
-from cvl_eval.envs import make_env
-from cvl_eval.pixels import OffscreenRenderer, RenderConfig
+from cvl_eval.envs.make import make_env
+from cvl_eval.envs.pixels import OffscreenRenderer, RenderConfig
 
 
 def _not_blank(frame: np.ndarray) -> bool:

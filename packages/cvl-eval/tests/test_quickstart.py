@@ -3,12 +3,14 @@
 import json
 import os
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import pytest
 
-from cvl_eval.quickstart import QUICKSTART_CVL_OVERRIDES, QuickstartConfig, quickstart
-from cvl_eval.train_setup import ConfigError
+from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.quickstart import (
+    QUICKSTART_CVL_OVERRIDES,
+    QuickstartConfig,
+    quickstart,
+)
 
 TINY = dict(
     task="reach",

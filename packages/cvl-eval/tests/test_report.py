@@ -2,18 +2,16 @@
 
 import csv
 import json
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 import pytest
 
-from cvl_eval.experts import normalized_score
-from cvl_eval.generate import ScriptedConfig, generate_scripted
-from cvl_eval.report import ReportConfig, report
-from cvl_eval.train_setup import ConfigError
-from cvl_eval.training import TrainConfig, train
+from cvl_eval.analysis.report import ReportConfig, report
+from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
+from cvl_eval.envs.expert_scores import normalized_score
+from cvl_eval.errors import ConfigError
+from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.loop import train
 
 
 @pytest.fixture(scope="module")

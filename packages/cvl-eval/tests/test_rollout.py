@@ -1,16 +1,12 @@
 """Vectorised policy evaluation on real environments."""
 
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
-
 import json
 
 import numpy as np
 import pytest
 
-from cvl_eval.experts import ScriptedExpert
-from cvl_eval.rollout import EvalResult, evaluate_policy, evaluation_seeds, random_policy
+from cvl_eval.envs.experts import ScriptedExpert
+from cvl_eval.rollout.evaluate import EvalResult, evaluate_policy, evaluation_seeds, random_policy
 
 
 def test_scripted_expert_succeeds_on_reach_and_random_policy_does_not():

@@ -2,9 +2,6 @@
 valid datasets, exact resumption after interruptions, pixels alongside states."""
 
 import dataclasses
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 import pytest
@@ -13,12 +10,9 @@ import torch
 from cvl_algos import load_learner
 from cvl_algos.sac import SACConfig
 from cvl_data import DatasetError, open_dataset
-from cvl_eval.sac_generate import (
-    SACDataConfig,
-    default_checkpoint_dir,
-    final_sac_dir,
-    generate_sac,
-)
+from cvl_eval.datagen.sac.checkpoints import default_checkpoint_dir, final_sac_dir
+from cvl_eval.datagen.sac.config import SACDataConfig
+from cvl_eval.datagen.sac.generate import generate_sac
 
 TINY = SACConfig(hidden=(16, 16), batch_size=32)
 # 6 episodes of 40 steps; the budget of 230 frames cuts the last one to 30 steps.
@@ -73,7 +67,7 @@ def test_generation_writes_the_whole_replay_buffer(whole):
     ep = data.episode(2)
     assert np.all(np.abs(np.diff(ep["observations"][:, :3], axis=0)) < 0.2)
     prov = data.spec.provenance
-    assert prov["generator"] == "cvl_eval.sac_generate.generate_sac"
+    assert prov["generator"] == "cvl_eval.datagen.sac.generate.generate_sac"
     assert prov["config"]["frames"] == 230 and prov["config"]["sac"]["hidden"] == [16, 16]
     assert prov["seed"] == 0 and "torch" in prov["package_versions"]
     # the final SAC is kept; it has done (frames - warmup + 1) updates

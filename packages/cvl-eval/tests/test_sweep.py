@@ -3,26 +3,13 @@
 import dataclasses
 import json
 import multiprocessing
-import os
 import time
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest
 
-from cvl_eval.generate import ScriptedConfig, generate_scripted
-from cvl_eval.runs import RESULTS_FILE
-from cvl_eval.sweep import SweepConfig, expand, sweep
-from cvl_eval.train_setup import ConfigError
-
-
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("data")
-    for task in ("reach", "reach-wall"):
-        config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
-        generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
-    return root
+from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
+from cvl_eval.runs.folder import RESULTS_FILE
 
 
 def _config(data_root, out, **kw):

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cvl_eval.curves import curve_stats, final_returns, plot_learning_curves
-from cvl_eval.tables import (
+from cvl_eval.analysis.curves import curve_stats, final_returns, plot_learning_curves
+from cvl_eval.analysis.tables import (
     TableFormat,
     results_from_records,
     to_csv,

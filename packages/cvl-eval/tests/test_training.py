@@ -1,9 +1,6 @@
 """The training loop on real (tiny) Meta-World datasets: run folders, exact resume, validation."""
 
 import json
-import os
-
-os.environ.setdefault("MUJOCO_GL", "egl")
 
 import numpy as np
 import pytest
@@ -11,8 +8,10 @@ import torch
 from safetensors.torch import load_file
 
 from cvl_data import DatasetSpec, DatasetWriter, open_dataset
-from cvl_eval.generate import ScriptedConfig, generate_scripted
-from cvl_eval.training import ConfigError, TrainConfig, TrainingStopped, train
+from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
+from cvl_eval.errors import ConfigError, TrainingStopped
+from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.loop import train
 
 CVL_SMALL = ("latent_dim=8", "num_rff_features=32", "num_action_samples=2")
 
@@ -178,7 +177,7 @@ def test_cql_uds_pretrains_on_zero_rewards_then_trains(data, tmp_path):
 
 
 def test_reward_free_data_is_fine_for_bc_and_for_cvl_pretraining_only(data, tmp_path):
-    from cvl_eval.training import validate
+    from cvl_eval.training.plan import validate
 
     assert validate(
         _config(data, tmp_path / "a", algorithm="bc", overrides=(), dataset=data["target_free"])

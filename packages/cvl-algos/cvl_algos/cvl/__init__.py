@@ -8,7 +8,6 @@ from cvl_algos.cvl.losses import (
     normalize_q_per_batch,
     policy_loss,
 )
-from cvl_algos.cvl.pretrain import pretrain_then_finetune
 from cvl_algos.cvl.q import (
     detached_phi,
     direct_q_fn,
@@ -32,7 +31,6 @@ __all__ = [
     "infonce_partition_loss",
     "normalize_q_per_batch",
     "policy_loss",
-    "pretrain_then_finetune",
     "q_direct",
     "q_direct_from_latents",
     "q_rff",

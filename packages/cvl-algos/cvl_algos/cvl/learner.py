@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cvl_algos.common import LearnerBase, metrics_to_floats, polyak_update
+from cvl_algos.common import polyak_update
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
 from cvl_algos.cvl.losses import awr_policy_loss, contrastive_critic_loss, policy_loss
 from cvl_algos.cvl.q import (
@@ -31,6 +31,7 @@ from cvl_algos.cvl.q import (
     xi_ema,
     xi_estimate,
 )
+from cvl_algos.pretraining import PretrainingLearner
 from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
@@ -57,7 +58,7 @@ class XiState(nn.Module):
         self.register_buffer("zeta", torch.zeros(num_features) if self_normalized else None)
 
 
-class CVLLearner(LearnerBase):
+class CVLLearner(PretrainingLearner):
     """Contrastive Value Learning (Mazoure et al.), Q from random Fourier features by default.
 
     Networks: ``critic`` (phi and psi encoders), ``psi_target`` (polyak EMA copy of
@@ -69,6 +70,8 @@ class CVLLearner(LearnerBase):
     name = "cvl"
     config_cls = CVLConfig
     sampler_kind = "contrastive"
+    pretraining = "related_tasks"
+    progress_metrics = ("critic_loss", "policy_loss")
 
     def __init__(
         self,
@@ -80,7 +83,6 @@ class CVLLearner(LearnerBase):
     ) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg: CVLConfig = self.config
-        self.pretrain_steps = 0
         with self.rng_scope():
             self.critic = ContrastiveCritic(
                 self.obs_shape,
@@ -125,11 +127,10 @@ class CVLLearner(LearnerBase):
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"critic": self.critic_opt, "policy": self.policy_opt}
 
-    def extra_state(self) -> dict[str, Any]:
-        return {"pretrain_steps": self.pretrain_steps}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self.pretrain_steps = int(state.get("pretrain_steps", 0))
+    @property
+    def sampler_mode(self) -> str:
+        """``config.sampler_mode``: one episode per batch (the paper's H = 500) or uniform."""
+        return self.config.sampler_mode
 
     # -- pieces of an update ----------------------------------------------------------------------
 
@@ -202,18 +203,12 @@ class CVLLearner(LearnerBase):
         metrics.update(self._policy_step(batch, psi_future))
         return metrics
 
-    # -- the protocol and its pretraining mode ----------------------------------------------------
+    # -- pretraining and Q ----------------------------------------------------
 
-    def pretrain_update(self, batch: Any) -> dict[str, float]:
-        """Critic-only step (no xi, no policy) for reward-free pretraining (paper sec. 5.2).
-
-        Rewards in ``batch`` are ignored if present. Advances ``pretrain_steps``, not ``step``
-        (which counts labelled updates, as for CQL+UDS).
-        """
-        with self.rng_scope():
-            metrics = self._critic_step(batch)
-        self.pretrain_steps += 1
-        return metrics_to_floats(metrics)
+    def _pretrain_step(self, batch: Any) -> dict[str, Tensor]:
+        """Critic-only step (no xi, no policy) for reward-free pretraining (paper sec. 5.2);
+        rewards in ``batch`` are ignored if present (`PretrainingLearner.pretrain_update`)."""
+        return self._critic_step(batch)
 
     @torch.no_grad()
     def q_values(

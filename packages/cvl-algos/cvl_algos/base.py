@@ -1,0 +1,312 @@
+"""`LearnerBase`: the protocol every learner (BC, SAC, CQL, CQL+UDS, CVL) follows.
+
+:class:`LearnerBase` gives a learner its step counter, device handling, its own RNG, batched
+``act`` from numpy to numpy, optional ``torch.compile``, pickle-free ``save``/``load``, and the
+declarations trainers read instead of knowing algorithms by name (``offline``,
+``needs_rewards``, ``pretraining``, ``sampler_kind`` / ``sampler_mode`` with `make_sampler`,
+``progress_metrics``, `training_source` / `training_data`). A subclass:
+
+- sets the class attributes ``name``, ``config_cls`` (a frozen dataclass with fields
+  ``max_grad_norm``, ``compile`` and ``batch_size``) and whichever declarations differ from the
+  defaults (an offline learner of reward-labelled transitions without pretraining);
+- builds its networks in ``__init__`` after ``super().__init__`` and inside ``self.rng_scope()``
+  (so initialisation depends on ``seed`` only), keeps the acting network as ``self.policy``;
+- implements ``state_modules()`` / ``state_optimizers()`` (everything a checkpoint must hold:
+  extra tensors such as a log-temperature go into a module, see `cvl_algos.common.Scalar`) and
+  ``_train_step(batch) -> dict[str, Tensor]`` (one gradient step; may use ``self.maybe_compile``);
+- may override ``extra_state()`` / ``load_extra_state()`` for JSON-able non-tensor state
+  (calling ``super()``'s, as `cvl_algos.pretraining.PretrainingLearner` does).
+
+``update(batch)`` runs ``_train_step`` inside the learner's RNG scope, increments ``step`` and
+returns the metrics as floats (one host transfer for all of them).
+
+Randomness: the learner owns a CPU ``torch.Generator`` (and a CUDA one on CUDA devices). While the
+learner initialises, updates or acts, these states are swapped into torch's global RNG and read
+back afterwards, so sampling inside networks (which use the global RNG) is reproducible from
+``seed`` whatever else the process does, and the states travel with the checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
+from cvl_algos.common import config_from_dict, config_to_dict, metrics_to_floats, optimizer_step
+
+__all__ = ["LearnerBase", "PretrainingKind", "SamplerKind", "TrainingData"]
+
+PretrainingKind = Literal["none", "related_tasks", "self"]
+"""A learner's pretraining phase (see `LearnerBase.pretraining`)."""
+
+SamplerKind = Literal["transition", "contrastive"]
+"""The kind of batches a learner's `update` takes."""
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """The episode sources of a run's phases: ``train`` (labelled updates) and ``pretrain`` (the
+    pretraining phase's data, or None when the run has no pretraining phase)."""
+
+    train: Any
+    pretrain: Any | None
+
+
+class LearnerBase:
+    """Base of all learners; see the module docstring for what a subclass provides."""
+
+    name: ClassVar[str] = "base"
+    """Registry name (``make_learner(name)``), saved in checkpoints."""
+    config_cls: ClassVar[type]
+    """The frozen config dataclass (fields ``max_grad_norm``, ``compile``, ``batch_size``)."""
+
+    # -- what the learner declares about itself (read by trainers, sweeps and presets) ------------
+    offline: ClassVar[bool] = True
+    """Trained from a fixed dataset by an offline trainer (False: an online learner, e.g. SAC)."""
+    needs_rewards: ClassVar[bool] = True
+    """Its training data must carry rewards (BC's need not)."""
+    pretraining: ClassVar[PretrainingKind] = "none"
+    """Its pretraining phase, if any (`cvl_algos.pretraining`): ``"none"``; ``"related_tasks"``
+    (critic-only updates on related tasks' reward-free data when given, as CVL, paper sec. 5.2);
+    ``"self"`` (on the target's own data at reward 0 when no related data is given, which is
+    otherwise shared into the training data, as CQL+UDS)."""
+    sampler_kind: ClassVar[SamplerKind] = "transition"
+    """The batches `update` takes: ``"transition"`` (`cvl_data.TransitionSampler`) or
+    ``"contrastive"`` (`cvl_data.ContrastiveSampler`, which also needs ``config.discount``)."""
+    progress_metrics: ClassVar[tuple[str, ...]] = ()
+    """Metrics a progress bar shows (those present in a log record, in this order)."""
+
+    policy: nn.Module
+
+    def __init__(
+        self,
+        obs_shape: tuple[int, ...],
+        action_dim: int,
+        config: Any = None,
+        device: str | torch.device = "cpu",
+        seed: int = 0,
+    ) -> None:
+        self.obs_shape = tuple(int(d) for d in obs_shape)
+        self.action_dim = int(action_dim)
+        self.config = config if config is not None else self.config_cls()
+        if not isinstance(self.config, self.config_cls):
+            raise TypeError(f"{self.name}: config must be {self.config_cls.__name__}")
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.seed = int(seed)
+        self.step = 0
+        self.pretrain_steps = 0  # pretraining updates done (0 without that phase, pretraining.py)
+        self._cpu_gen = torch.Generator("cpu").manual_seed(self.seed)
+        self._cuda_gen = None
+        if self.device.type == "cuda":
+            self._cuda_gen = torch.Generator(self.device).manual_seed(self.seed)
+
+    # -- things a subclass provides ------------------------------------------------------------
+
+    def state_modules(self) -> dict[str, nn.Module]:
+        """Every module whose state a checkpoint holds (networks, targets, scalars)."""
+        raise NotImplementedError
+
+    def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        """Every optimizer whose state a checkpoint holds."""
+        raise NotImplementedError
+
+    def _train_step(self, batch: Any) -> dict[str, torch.Tensor]:
+        """One gradient step on ``batch``; returns scalar tensor metrics."""
+        raise NotImplementedError
+
+    def extra_state(self) -> dict[str, Any]:
+        """JSON-able state beyond modules/optimizers/step (default: none)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Inverse of :meth:`extra_state`."""
+
+    @property
+    def sampler_mode(self) -> str:
+        """How `make_sampler` draws anchors: ``"uniform"`` over all steps (default) or
+        ``"episode"`` (one episode per batch; a contrastive learner's config may choose it)."""
+        return "uniform"
+
+    def make_sampler(self, source: Any, device: str | torch.device, seed: int) -> Any:
+        """The `cvl_data` sampler of this learner's batches over ``source`` (any episode source),
+        batches of ``config.batch_size`` on ``device``, its generator seeded with ``seed``."""
+        from cvl_data import ContrastiveSampler, TransitionSampler
+
+        cfg = self.config
+        if self.sampler_kind == "contrastive":
+            return ContrastiveSampler(
+                source,
+                cfg.batch_size,
+                discount=cfg.discount,
+                device=device,
+                mode=self.sampler_mode,
+                seed=seed,
+            )
+        return TransitionSampler(source, cfg.batch_size, device=device, seed=seed)
+
+    def training_source(self, source: Any) -> Any:
+        """The labelled data this learner trains on, given the run's target dataset (default: all
+        of it). A learner that selects data (filtered BC keeps the top episodes by return)
+        overrides it; `training_data` applies it."""
+        return source
+
+    def training_data(
+        self, target: Any, related: Sequence[Any] = (), include_target: bool = True
+    ) -> TrainingData:
+        """The data of its phases from the target task's dataset (and related tasks' datasets,
+        which a learner without pretraining does not take): ``train`` is `training_source` of
+        the target."""
+        if related:
+            raise ValueError(f"{self.name} takes no related tasks' data")
+        return TrainingData(train=self.training_source(target), pretrain=None)
+
+    # -- randomness, compilation ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def rng_scope(self) -> Iterator[None]:
+        """Swap the learner's generators into torch's global RNG for the duration of the block."""
+        outer_cpu = torch.get_rng_state()
+        torch.set_rng_state(self._cpu_gen.get_state())
+        outer_cuda = None
+        if self._cuda_gen is not None:
+            outer_cuda = torch.cuda.get_rng_state(self.device)
+            torch.cuda.set_rng_state(self._cuda_gen.get_state(), self.device)
+        try:
+            yield
+        finally:
+            self._cpu_gen.set_state(torch.get_rng_state())
+            torch.set_rng_state(outer_cpu)
+            if self._cuda_gen is not None:
+                self._cuda_gen.set_state(torch.cuda.get_rng_state(self.device))
+                torch.cuda.set_rng_state(outer_cuda, self.device)
+
+    def generators(self) -> dict[str, torch.Generator]:
+        gens = {"cpu": self._cpu_gen}
+        if self._cuda_gen is not None:
+            gens["cuda"] = self._cuda_gen
+        return gens
+
+    def maybe_compile(self, fn: Callable) -> Callable:
+        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged."""
+        if getattr(self.config, "compile", False):
+            return torch.compile(fn)
+        return fn
+
+    def clip_and_step(
+        self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, module: nn.Module
+    ) -> torch.Tensor:
+        """:func:`optimizer_step` with the config's ``max_grad_norm``."""
+        return optimizer_step(optimizer, loss, module.parameters(), self.config.max_grad_norm)
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def update(self, batch: Any) -> dict[str, float]:
+        """One gradient step; returns metrics as python floats."""
+        with self.rng_scope():
+            metrics = self._train_step(batch)
+        self.step += 1
+        return metrics_to_floats(metrics)
+
+    def obs_tensor(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Observations on the learner's device: uint8 stays uint8 (pixels), others float32."""
+        obs_t = torch.as_tensor(obs, device=self.device)
+        if obs_t.dtype != torch.uint8:
+            obs_t = obs_t.to(torch.float32)
+        return obs_t
+
+    @torch.no_grad()
+    def act(self, obs: np.ndarray | torch.Tensor, deterministic: bool = True) -> np.ndarray:
+        """Actions for a batch ``(B, *obs_shape) -> (B, A)``; a single ``obs_shape`` gives ``(A,)``."""
+        obs_t = self.obs_tensor(obs)
+        single = tuple(obs_t.shape) == self.obs_shape
+        if single:
+            obs_t = obs_t.unsqueeze(0)
+        assert tuple(obs_t.shape[1:]) == self.obs_shape, (tuple(obs_t.shape), self.obs_shape)
+        with self.rng_scope():
+            if deterministic:
+                action = self.policy.deterministic(obs_t)
+            else:
+                action, _ = self.policy.sample(obs_t)
+        action = action.float().cpu().numpy()
+        return action[0] if single else action
+
+    # -- checkpoints ------------------------------------------------------------------------------
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        return {
+            "algorithm": self.name,
+            "learner_class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "config": config_to_dict(self.config),
+            "step": self.step,
+            "obs_shape": list(self.obs_shape),
+            "action_dim": self.action_dim,
+            "seed": self.seed,
+            "extra": self.extra_state(),
+        }
+
+    def save(self, dir: str | Path) -> Path:
+        """Save modules, optimizers, config, step and RNG states (safetensors + JSON)."""
+        return save_checkpoint(
+            dir,
+            self.state_modules(),
+            self.state_optimizers(),
+            self.checkpoint_state(),
+            generators=self.generators(),
+        )
+
+    @classmethod
+    def load(
+        cls, dir: str | Path, device: str | torch.device = "cpu", restore_global_rng: bool = True
+    ) -> LearnerBase:
+        """Rebuild a learner saved by :meth:`save` on ``device``; its next update continues exactly.
+
+        The learner class is ``cls`` when the saved algorithm name is ``cls.name``, else the one
+        the checkpoint names (``learner_class``, imported by its module path), so
+        ``LearnerBase.load`` works for any learner; it must be ``cls`` or a subclass of it.
+        `cvl_algos.registry.load_learner` starts from the class registered under the saved name.
+        """
+        state = read_checkpoint_state(dir)
+        name = state["algorithm"]
+        learner_cls = cls if cls.name == name else _saved_class(state["learner_class"])
+        if learner_cls is None:
+            raise ValueError(f"checkpoint of an unimportable learner class ({name!r}) at {dir}")
+        if not issubclass(learner_cls, cls):
+            raise TypeError(f"{cls.__name__}.load: {dir} holds a {learner_cls.__name__} ({name!r})")
+        config = config_from_dict(learner_cls.config_cls, state["config"])
+        learner = learner_cls(
+            obs_shape=tuple(state["obs_shape"]),
+            action_dim=state["action_dim"],
+            config=config,
+            device=device,
+            seed=state["seed"],
+        )
+        load_checkpoint(
+            dir,
+            learner.state_modules(),
+            learner.state_optimizers(),
+            device=learner.device,
+            generators=learner.generators(),
+            restore_global_rng=restore_global_rng,
+        )
+        learner.step = int(state["step"])
+        learner.load_extra_state(state["extra"])
+        return learner
+
+
+def _saved_class(path: str) -> type | None:
+    """The class at ``"package.module.Class"``, or None when it cannot be imported."""
+    module_name, _, attr = path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError, ValueError):
+        return None

@@ -1,0 +1,117 @@
+"""Learning curves: evaluation return vs gradient steps, mean +- std over seeds, as PNG.
+
+Input is long records, one per evaluation: ``{"algorithm", "task", "seed", "step", "return"}``
+(what a training loop logs), as a list of dicts or a pandas DataFrame. Per (task, algorithm)
+the curve is averaged over seeds at the steps every seed has evaluated, so a seed that stopped
+early does not silently bias the mean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter
+
+from cvl_eval.analysis.figures import algorithm_colors, save_figure, steps_label, use_agg
+
+REQUIRED_COLUMNS = ("algorithm", "task", "seed", "step", "return")
+
+
+def as_frame(records: pd.DataFrame | Iterable[Mapping]) -> pd.DataFrame:
+    """Records as a DataFrame with the `REQUIRED_COLUMNS` (checked)."""
+    frame = records.copy() if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"learning-curve records lack columns {missing}")
+    if frame.duplicated(["algorithm", "task", "seed", "step"]).any():
+        raise ValueError("duplicate (algorithm, task, seed, step) records")
+    return frame
+
+
+def curve_stats(records: pd.DataFrame | Iterable[Mapping], ddof: int = 0) -> pd.DataFrame:
+    """Mean and std over seeds per (task, algorithm, step), at steps all seeds evaluated.
+
+    Returns:
+        DataFrame with columns task, algorithm, step, mean, std, seeds (sorted).
+    """
+    frame = as_frame(records)
+    seeds = frame.groupby(["task", "algorithm"])["seed"].nunique().rename("all_seeds")
+    grouped = frame.groupby(["task", "algorithm", "step"])["return"]
+    stats = pd.DataFrame(
+        {
+            "mean": grouped.mean(),
+            "std": grouped.std(ddof=ddof).fillna(0.0),
+            "seeds": grouped.count(),
+        }
+    ).reset_index()
+    stats = stats.join(seeds, on=["task", "algorithm"])
+    stats = stats[stats["seeds"] == stats["all_seeds"]].drop(columns="all_seeds")
+    return stats.sort_values(["task", "algorithm", "step"]).reset_index(drop=True)
+
+
+def plot_learning_curves(
+    records: pd.DataFrame | Iterable[Mapping],
+    path: str | Path,
+    algorithms: Sequence[str] | None = None,
+    tasks: Sequence[str] | None = None,
+    ncols: int = 5,
+    xlabel: str = "Gradient steps",
+    ylabel: str = "Episode return",
+    ddof: int = 0,
+) -> Path:
+    """One panel per task, one line per algorithm (mean over seeds) with a +-std band.
+
+    Also writes the plotted numbers next to the PNG as ``<path>.json``.
+    """
+    use_agg()
+    stats = curve_stats(records, ddof=ddof)
+    algorithms = list(algorithms or sorted(stats["algorithm"].unique()))
+    tasks = list(tasks or sorted(stats["task"].unique()))
+    colors = algorithm_colors(algorithms)
+    ncols = max(1, min(ncols, len(tasks)))
+    nrows = math.ceil(len(tasks) / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.4 * ncols, 2.7 * nrows + 0.5), squeeze=False, sharex=True
+    )
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        for algo in algorithms:
+            curve = stats[(stats["task"] == task) & (stats["algorithm"] == algo)]
+            if curve.empty:
+                continue
+            x, mean, std = curve["step"].to_numpy(), curve["mean"].to_numpy(), curve["std"]
+            ax.plot(x, mean, color=colors[algo], lw=1.8)
+            ax.fill_between(
+                x, mean - std.to_numpy(), mean + std.to_numpy(), color=colors[algo], alpha=0.2, lw=0
+            )
+        ax.set_title(task.removesuffix("-v3"), fontsize="medium")
+        ax.grid(alpha=0.3)
+        ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
+    for ax in axes.flat[len(tasks) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    handles = [Line2D([0], [0], color=colors[a], lw=2.5, label=a) for a in algorithms]
+    fig.legend(handles=handles, loc="upper center", ncol=len(algorithms), frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.7 * nrows + 0.5)))
+    path = save_figure(fig, path, tight=False)
+    numbers = stats[stats["task"].isin(tasks) & stats["algorithm"].isin(algorithms)]
+    path.with_suffix(".json").write_text(json.dumps(numbers.to_dict(orient="records"), indent=1))
+    return path
+
+
+def final_returns(records: pd.DataFrame | Iterable[Mapping]) -> dict[str, dict[str, list[float]]]:
+    """Each seed's return at its last step, as ``{algorithm: {task: [per seed]}}`` (for tables)."""
+    frame = as_frame(records).sort_values("step")
+    last = frame.groupby(["algorithm", "task", "seed"]).tail(1).sort_values("seed")
+    out: dict[str, dict[str, list[float]]] = {}
+    for (algo, task), group in last.groupby(["algorithm", "task"]):
+        out.setdefault(str(algo), {})[str(task)] = [float(v) for v in group["return"]]
+    return out

@@ -1,0 +1,143 @@
+"""What a report reads from run folders: `RunRecord` s, and the numbers grouped for tables,
+learning curves and rliable (per algorithm label x task, seeds or evaluation episodes as runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cvl_eval.envs.expert_scores import normalized_score
+from cvl_eval.envs.make import is_metaworld
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder
+from cvl_eval.runs.index import find_runs
+
+__all__ = ["RunRecord", "curve_dict", "curve_records", "grouped", "load_runs", "score_dict"]
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the report reads from one finished run folder."""
+
+    path: Path
+    label: str
+    task: str
+    seed: int
+    final: dict[str, Any]
+    evals: list[dict[str, Any]]
+
+
+def load_runs(roots: Sequence[str]) -> list[RunRecord]:
+    """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`)."""
+    records = []
+    for path in find_runs([Path(r) for r in roots]):
+        run = RunFolder(path)
+        results = run.read_results()
+        records.append(
+            RunRecord(
+                path=path,
+                label=results["label"],
+                task=results["task"],
+                seed=int(results["seed"]),
+                final=results["final_eval"],
+                evals=run.read_evals(),
+            )
+        )
+    return records
+
+
+def _normalizer(task: str):
+    if is_metaworld(task):
+        return lambda r: normalized_score(task, r)
+    return None
+
+
+def grouped(
+    runs: list[RunRecord], key: str, episodes: str | None = None
+) -> dict[str, dict[str, list[float]]]:
+    """``{label: {task: [final <key> of each seed, in seed order]}}``; with ``episodes`` (a
+    per-episode field of the final evaluation) the values of every episode of every seed."""
+    out: dict[str, dict[str, list[tuple[int, list[float]]]]] = {}
+    for run in runs:
+        values = [float(v) for v in run.final[episodes]] if episodes else [run.final[key]]
+        out.setdefault(run.label, {}).setdefault(run.task, []).append((run.seed, values))
+    return {
+        label: {task: [v for _, vs in sorted(pairs) for v in vs] for task, pairs in tasks.items()}
+        for label, tasks in out.items()
+    }
+
+
+def score_dict(
+    runs: list[RunRecord], algorithms: Sequence[str], episodes_as_runs: bool = False
+) -> tuple[dict[str, np.ndarray], list[str], bool]:
+    """rliable inputs: ``{label: (runs, tasks)}`` scores, the task order, normalised or not."""
+    tasks = sorted(set.intersection(*({r.task for r in runs if r.label == a} for a in algorithms)))
+    if not tasks:
+        raise ConfigError(f"the algorithms {list(algorithms)} share no task")
+    normalizers = {t: _normalizer(t) for t in tasks}
+    normalized = all(n is not None for n in normalizers.values())
+    scores = {}
+    for algo in algorithms:
+        columns = []
+        for task in tasks:
+            seeds = sorted(
+                (r for r in runs if r.label == algo and r.task == task), key=lambda r: r.seed
+            )
+            values = (
+                [float(x) for x in seeds[0].final["returns"]]
+                if episodes_as_runs
+                else [float(r.final["mean_return"]) for r in seeds]
+            )
+            if normalized:
+                values = [normalizers[task](v) for v in values]
+            columns.append(values)
+        n = min(len(c) for c in columns)
+        scores[algo] = np.asarray([c[:n] for c in columns], dtype=np.float64).T
+    return scores, tasks, normalized
+
+
+def curve_dict(
+    runs: list[RunRecord], algorithms: Sequence[str], tasks: Sequence[str], normalized: bool
+) -> tuple[dict[str, np.ndarray], list[int]] | None:
+    """Per algorithm (runs, tasks, points) curves at the steps every run evaluated, or None."""
+    selected = [r for r in runs if r.label in algorithms and r.task in tasks]
+    common = set.intersection(*({e["step"] for e in r.evals} for r in selected))
+    steps = sorted(common)
+    if len(steps) < 2:
+        return None
+    out = {}
+    for algo in algorithms:
+        columns = []
+        for task in tasks:
+            normalize = _normalizer(task) if normalized else None
+            seeds = sorted(
+                (r for r in selected if r.label == algo and r.task == task), key=lambda r: r.seed
+            )
+            rows = []
+            for run in seeds:
+                by_step = {e["step"]: e["return"] for e in run.evals}
+                values = [by_step[s] for s in steps]
+                rows.append([normalize(v) for v in values] if normalize else values)
+            columns.append(rows)
+        n = min(len(c) for c in columns)
+        out[algo] = np.asarray([c[:n] for c in columns], dtype=np.float64).transpose(1, 0, 2)
+    return out, steps
+
+
+def curve_records(runs: list[RunRecord], algorithms: Sequence[str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "algorithm": r.label,
+            "task": r.task,
+            "seed": r.seed,
+            "step": e["step"],
+            "return": e["return"],
+        }
+        for r in runs
+        if r.label in algorithms
+        for e in r.evals
+    ]

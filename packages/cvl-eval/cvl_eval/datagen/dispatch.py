@@ -1,0 +1,175 @@
+"""Dataset generation for one or several tasks, of any kind cvl-eval offers, into a data root.
+
+`generate_datasets(GenerateConfig)` writes ``<out_dir>/<task>`` for each task (the layout sweeps
+read as ``data_root``) and, with ``pixels``, ``<out_dir>/pixels/<task>`` (rendered frames, same
+episodes). Kinds:
+
+- ``scripted``: Meta-World's scripted expert with Gaussian action noise and epsilon-random
+  actions (`cvl_eval.datagen.scripted.generate_scripted`); quick.
+- ``sac``: the paper's protocol, SAC trained online for ``frames`` env steps, its whole replay
+  buffer is the dataset (`cvl_eval.datagen.sac.generate.generate_sac`); Meta-World tasks and
+  ``MountainCarContinuous-v0``, each with its environment's defaults (`cvl_eval.envs.defaults`:
+  Mountain Car's warm-up actions are held for 25 steps). The final SAC is kept in
+  ``<out_dir>/<task>.sac/``.
+
+Every generation resumes where an interrupted one stopped; finished datasets are skipped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.errors import ConfigError
+
+KINDS = ("scripted", "sac")
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Which datasets to generate, and where."""
+
+    tasks: tuple[str, ...]
+    """Tasks: Meta-World names (with or without ``-v3``); ``MountainCarContinuous-v0`` (sac)."""
+    out_dir: str = "data"
+    """Data root: ``<out_dir>/<task>`` (and ``<out_dir>/pixels/<task>`` with ``pixels``)."""
+    kind: Literal["scripted", "sac"] = "scripted"
+    """``scripted`` (noisy scripted expert) or ``sac`` (the paper's SAC replay buffer)."""
+    pixels: bool = False
+    """Also write a pixel dataset (Meta-World; same episodes, rendered frames)."""
+    image_size: int = 84
+    """Frame size of pixel datasets."""
+    camera: str = "corner"
+    """Camera of pixel datasets."""
+    seed: int = 0
+    """Seed of the generation (goals, episodes, noise, SAC)."""
+    episodes: int = 100
+    """scripted: episodes per task."""
+    noise_sigma: float = 0.3
+    """scripted: std of the Gaussian action noise."""
+    epsilon: float = 0.1
+    """scripted: probability of a uniform-random action."""
+    frames: int = 500_000
+    """sac: env steps per task = transitions in the dataset (paper: 500k)."""
+    warmup_frames: int | None = None
+    """sac: uniform-random actions before the policy acts (at most ``frames``); None: the
+    environment's default (`cvl_eval.envs.defaults`; 5k, Mountain Car 10k held for 25 steps)."""
+    device: str = "cpu"
+    """sac: training device of SAC."""
+    max_steps: int | None = None
+    """Optional episode step limit (Meta-World: 500, Mountain Car: 999)."""
+    progress: bool = True
+    """Progress bars."""
+
+
+def _check(config: GenerateConfig) -> list[str]:
+    if config.kind not in KINDS:
+        raise ConfigError(f"unknown dataset kind {config.kind!r}; choose one of {list(KINDS)}")
+    if not config.tasks:
+        raise ConfigError("no tasks given")
+    tasks = []
+    for task in config.tasks:
+        try:
+            name = canonical_name(task)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        if not is_metaworld(name) and (config.kind == "scripted" or config.pixels):
+            raise ConfigError(
+                f"{name}: scripted experts and pixel datasets exist for Meta-World tasks only; "
+                "use kind=sac without pixels"
+            )
+        tasks.append(name)
+    numbers = {
+        "episodes": config.episodes,
+        "frames": config.frames,
+        "image_size": config.image_size,
+    }
+    for key, value in numbers.items():
+        if value < 1:
+            raise ConfigError(f"{key} must be >= 1, got {value}")
+    return tasks
+
+
+def dataset_paths(config: GenerateConfig, task: str) -> tuple[Path, Path | None]:
+    """Where the state (and pixel) dataset of ``task`` go."""
+    root = Path(config.out_dir)
+    return root / task, (root / "pixels" / task if config.pixels else None)
+
+
+def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
+    """Generate (or finish) every task's dataset; returns and writes ``<out_dir>/generation.json``
+    entries per task: paths, episodes, transitions, mean return and success of this call."""
+    tasks = _check(config)
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / "generation.json"
+    log = json.loads(log_path.read_text()) if log_path.exists() else {}
+    for index, task in enumerate(tasks):
+        print(f"[{index + 1}/{len(tasks)}] {config.kind} dataset of {task}", flush=True)
+        tick = time.monotonic()
+        state_path, pixel_path = dataset_paths(config, task)
+        report = _generate_one(config, task, state_path, pixel_path)
+        entry = {
+            "kind": config.kind,
+            "paths": list(report.paths),
+            "episodes": report.num_episodes,
+            "transitions": report.num_steps,
+            "seconds_this_call": round(time.monotonic() - tick, 1),
+        }
+        if report.returns:
+            entry["mean_return"] = sum(report.returns) / len(report.returns)
+            entry["success_rate"] = sum(report.successes) / len(report.successes)
+        if config.kind == "sac":
+            entry["sac_dir"] = report.sac_dir
+        log[task] = entry
+        write_json_atomic(log_path, log)
+    return {task: log[task] for task in tasks}
+
+
+def _generate_one(config: GenerateConfig, task: str, state_path: Path, pixel_path: Path | None):
+    if config.kind == "scripted":
+        from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
+
+        scripted = ScriptedConfig(
+            task=task,
+            num_episodes=config.episodes,
+            noise_sigma=config.noise_sigma,
+            epsilon=config.epsilon,
+            seed=config.seed,
+            max_steps=config.max_steps,
+            image_size=config.image_size,
+            camera=config.camera,
+        )
+        return generate_scripted(
+            state_path, scripted, pixel_path=pixel_path, progress=config.progress
+        )
+    from cvl_eval.datagen.sac.generate import generate_sac
+
+    return generate_sac(
+        state_path, sac_config(config, task), pixel_path=pixel_path, progress=config.progress
+    )
+
+
+def sac_config(config: GenerateConfig, task: str):
+    """The `SACDataConfig` of ``task``: its environment's defaults, then the config's fields; the
+    warm-up never exceeds the frame budget."""
+    from cvl_eval.datagen.sac.config import sac_data_config
+
+    fields = {} if config.warmup_frames is None else {"warmup_frames": config.warmup_frames}
+    sac = sac_data_config(
+        task,
+        frames=config.frames,
+        seed=config.seed,
+        device=config.device,
+        max_episode_steps=config.max_steps,
+        image_size=config.image_size,
+        camera=config.camera,
+        **fields,
+    )
+    return dataclasses.replace(sac, warmup_frames=min(sac.warmup_frames, sac.frames))

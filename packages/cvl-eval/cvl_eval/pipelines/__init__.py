@@ -1,0 +1,9 @@
+"""Pipelines: the jobs that chain the other rooms (generate -> train -> evaluate -> report).
+
+| module | job |
+|---|---|
+| `sweep` | `sweep(SweepConfig)`: algorithms x tasks x seeds as parallel processes, an index |
+| `paper_presets` | `PRESETS`, `Budget`, `PaperConfig`, `resolve`: the paper's experiments as data |
+| `paper` | `run_paper_experiment(PaperConfig)`: data -> sweep -> report (-> heatmaps) |
+| `quickstart` | `quickstart(QuickstartConfig)`: noisy-expert data, CVL and BC, a random baseline |
+"""

@@ -1,0 +1,126 @@
+"""The paper's experiments: data generation -> sweep -> report (-> heatmaps).
+
+`run_paper_experiment(PaperConfig(experiment=...))` runs one of the presets
+(`cvl_eval.pipelines.paper_presets.PRESETS`) in ``out_dir``: ``data/``
+(`cvl_eval.datagen.dispatch`), ``runs/`` (`cvl_eval.pipelines.sweep`), ``report/``
+(`cvl_eval.analysis.report`) and, for Mountain Car, ``mountain_car/``
+(`cvl_eval.analysis.mountain_car`). Every stage resumes, so an interrupted experiment is
+continued by running the same command again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cvl_data.jsonio import to_json_data, write_json_atomic
+from cvl_eval.datagen.dispatch import GenerateConfig, generate_datasets
+from cvl_eval.envs.make import MOUNTAIN_CAR
+from cvl_eval.pipelines.paper_presets import Budget, PaperConfig, resolve
+from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
+
+__all__ = ["generate_config", "run_paper_experiment", "sweep_config"]
+
+
+def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
+    """The sweep of a resolved preset (`resolve`)."""
+    preset, budget, out = plan["preset"], plan["budget"], plan["out"]
+    return SweepConfig(
+        data_root=str(out / "data" / ("pixels" if preset.pixels else "")),
+        out_dir=str(out / "runs"),
+        algorithms=preset.algorithms,
+        tasks=budget.tasks,
+        seeds=budget.seeds,
+        workers=config.workers,
+        threads_per_run=config.threads_per_run,
+        steps=budget.steps,
+        pretrain_steps=budget.pretrain_steps,
+        hidden=budget.hidden,
+        batch_size=budget.batch_size,
+        overrides=(*budget.overrides, *preset.overrides, *config.overrides),
+        observations="pixels" if preset.pixels else "state",
+        device=config.device,
+        eval_every=budget.eval_every,
+        eval_episodes=config.eval_episodes,
+        eval_max_steps=config.eval_max_steps,
+        checkpoint_every=max(budget.eval_every, 1000),
+    )
+
+
+def generate_config(plan: dict[str, Any], config: PaperConfig) -> GenerateConfig:
+    """The data generation of a resolved preset (`resolve`): every data task of its budget, with
+    each environment's defaults (`cvl_eval.envs.defaults`)."""
+    budget = plan["budget"]
+    return GenerateConfig(
+        tasks=plan["data_tasks"],
+        out_dir=str(plan["out"] / "data"),
+        kind=budget.data_kind,
+        pixels=plan["preset"].pixels,
+        episodes=budget.episodes,
+        frames=budget.frames,
+        device=config.device,
+        progress=config.progress,
+    )
+
+
+def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
+    """Generate the data, run the sweep, write the report (and the Mountain Car heatmaps)."""
+    from cvl_eval.analysis.report import ReportConfig, report
+
+    plan = resolve(config)
+    preset, budget, out = plan["preset"], plan["budget"], plan["out"]
+    sweep_cfg = sweep_config(plan, config)
+    expand(sweep_cfg)  # names and combinations, before any work
+    generation = generate_datasets(generate_config(plan, config))
+    sweep_record = sweep(sweep_cfg, progress=config.progress)
+    summary = report(
+        ReportConfig(
+            runs=(str(out / "runs"),),
+            out_dir=str(out / "report"),
+            algorithms=preset.algorithms,
+            bootstrap_reps=config.bootstrap_reps,
+            title=preset.description,
+        )
+    )
+    result = {
+        "experiment": config.experiment,
+        "full": config.full,
+        "budget": to_json_data(budget),
+        "generation": generation,
+        "sweep": sweep_record,
+        "report": summary["files"],
+        "warnings": [],
+    }
+    if preset.mountain_car:
+        result["mountain_car"] = _mountain_car(out, generation, budget)
+        if generation[MOUNTAIN_CAR].get("success_rate") == 0:
+            result["warnings"].append(
+                "Mountain Car: SAC never reached the goal in its data (success_rate 0), so its Q "
+                "reflects the action cost only and the heatmaps / Spearman say little about CVL; "
+                "give SAC more frames (--frames) or another seed"
+            )
+    write_json_atomic(out / "experiment.json", result)
+    return result
+
+
+def _mountain_car(out: Path, generation: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    """Heatmaps of every seed's CVL critic against the data-generating SAC."""
+    from cvl_eval.analysis.mountain_car import analyze_mountain_car
+
+    task = MOUNTAIN_CAR
+    entry = generation[task]
+    results = {}
+    for seed in budget.seeds:
+        analysis = analyze_mountain_car(
+            out / "runs" / "cvl" / task / f"seed_{seed}" / "final",
+            entry["sac_dir"],
+            entry["paths"][0],
+            out / "mountain_car" / f"seed_{seed}",
+        )
+        results[f"seed_{seed}"] = {
+            "png": str(analysis.png),
+            "json": str(analysis.json),
+            "spearman_states": analysis.spearman_states,
+            "spearman_pairs": analysis.spearman_pairs,
+        }
+    return results

@@ -1,0 +1,280 @@
+"""The paper's experiments as named presets (data, not code): `PRESETS`, their budgets, and
+`resolve`, which applies a `PaperConfig`'s choices to one; `cvl_eval.pipelines.paper` runs them.
+
+Each preset has a default budget (a subset sized for 2 CPU cores: 128 x 128 networks, batch
+256, lr 1e-3, 5k steps, the quickstart's CVL settings `CPU_OVERRIDES`) and the paper's budget
+behind ``full=True`` (256 x 256, the learners' own batch sizes and hyperparameters, 100k steps);
+any field of `PaperConfig` set explicitly overrides the preset, and ``overrides`` are applied
+after the budget's. The paper does not state its number of gradient steps; ``full`` uses 100k.
+Per-environment settings (Mountain Car's held SAC warm-up actions and lambda_BC = 0) are not
+restated here: data generation and sweeps take them from `cvl_eval.envs.defaults`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, canonical_name
+from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES
+
+__all__ = ["CPU_OVERRIDES", "PRESETS", "Budget", "PaperConfig", "Preset", "resolve"]
+
+PRETRAINING_TASKS: tuple[str, ...] = (
+    "drawer-open",
+    "door-open",
+    "window-open",
+    "faucet-open",
+    "button-press",
+    "handle-press",
+    "plate-slide",
+    "coffee-push",
+    "push",
+    "reach",
+)
+"""The 10 tasks of the pretraining experiment (each has related tasks in its domain)."""
+
+STATE_SUBSET: tuple[str, ...] = (
+    "button-press",
+    "door-close",
+    "drawer-open",
+    "reach",
+    "window-open",
+)
+"""Default (subset) tasks of the Meta-World states experiment."""
+
+PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
+"""The paper's four image-based tasks (table 4)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Tasks, seeds, data and steps of one budget of a preset."""
+
+    tasks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    data_kind: Literal["scripted", "sac"]
+    episodes: int = 100
+    frames: int = 500_000
+    steps: int = 100_000
+    eval_every: int = 10_000
+    pretrain_steps: int | None = None
+    hidden: tuple[int, ...] | None = None
+    """Hidden widths (None: the learners' own, the paper's 256 x 256)."""
+    batch_size: int | None = None
+    """Batch size of every learner (None: the learners' own, the paper's)."""
+    overrides: tuple[str, ...] = ()
+    """Learner overrides of this budget (``algo:key=value``), before the preset's and the user's."""
+
+
+CQL_WARM_START_CPU = 1_000
+"""CQL's BC warm start (``policy_eval_start``) in the default budgets."""
+
+
+def _cpu_overrides() -> tuple[str, ...]:
+    """`CPU_OVERRIDES`, for every offline algorithm of the registry by its config's fields."""
+    from cvl_algos import learner_class, offline_algorithms
+
+    cvl_fields = {setting.partition("=")[0] for setting in QUICKSTART_CVL_OVERRIDES}
+    out = []
+    for algo in offline_algorithms():
+        fields = {f.name for f in dataclasses.fields(learner_class(algo).config_cls)}
+        out.append(f"{algo}:lr=1e-3")
+        if cvl_fields <= fields:
+            out += [f"{algo}:{setting}" for setting in QUICKSTART_CVL_OVERRIDES]
+        if "policy_eval_start" in fields:
+            out.append(f"{algo}:policy_eval_start={CQL_WARM_START_CPU}")
+    return tuple(out)
+
+
+CPU_OVERRIDES: tuple[str, ...] = _cpu_overrides()
+"""Learner settings of the default (CPU) budgets: lr 1e-3 for every algorithm, the quickstart's
+CVL settings (`cvl_eval.pipelines.quickstart.QUICKSTART_CVL_OVERRIDES`: uniform batches, Q
+normalised per batch in the policy loss, 4 action samples, 512 random features) for every learner
+whose config has them (CVL with and without RFF; ``cvl`` also covers ``cvl_pretrained``), and
+CQL's BC warm start shortened from 40k to 1k updates (20% of a 5k-step run; 40k would make CQL a
+BC learner for the whole default budget) for every learner with a warm start."""
+
+
+def _cpu_budget(tasks, seeds, **fields) -> Budget:
+    """A default budget: 128 x 128 networks, batch 256, 5k steps, `CPU_OVERRIDES`."""
+    values = {
+        "data_kind": "scripted",
+        "episodes": 50,
+        "steps": 5_000,
+        "eval_every": 1_000,
+        "hidden": (128, 128),
+        "batch_size": 256,
+        "overrides": CPU_OVERRIDES,
+    }
+    values.update(fields)
+    return Budget(tuple(tasks), tuple(seeds), **values)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One paper experiment."""
+
+    description: str
+    algorithms: tuple[str, ...]
+    default: Budget
+    full: Budget
+    pixels: bool = False
+    related_data: bool = False
+    overrides: tuple[str, ...] = ()
+    mountain_car: bool = False
+
+
+def _all_tasks() -> tuple[str, ...]:
+    return tuple(t.removesuffix("-v3") for t in TASK_NAMES)
+
+
+SEEDS5 = (0, 1, 2, 3, 4)
+
+PRESETS: dict[str, Preset] = {
+    "metaworld_states": Preset(
+        "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
+        "performance profile (paper fig. 2, table 3).",
+        ("bc", "cql", "cql_uds", "cvl"),
+        default=_cpu_budget(STATE_SUBSET, (0, 1), pretrain_steps=1_000),
+        full=Budget(("__all__",), SEEDS5, "sac"),
+    ),
+    "metaworld_pixels": Preset(
+        "Meta-World from pixels (84x84, IMPALA encoder): BC, CQL, CVL on door-close, door-open, "
+        "drawer-close, drawer-open (paper table 4).",
+        ("bc", "cql", "cvl"),
+        default=_cpu_budget(PIXEL_TASKS, (0,), episodes=20, steps=2_000, batch_size=64),
+        full=Budget(PIXEL_TASKS, SEEDS5, "sac"),
+        pixels=True,
+    ),
+    "pretraining": Preset(
+        "CVL pretrained on its domain's reward-free data vs tabula rasa: learning curves "
+        "(paper fig. 4, sec. 5.2).",
+        ("cvl", "cvl_pretrained"),
+        default=_cpu_budget(PRETRAINING_TASKS[:3], (0, 1), eval_every=500, pretrain_steps=3_000),
+        full=Budget(PRETRAINING_TASKS, SEEDS5, "sac", eval_every=5_000, pretrain_steps=50_000),
+        related_data=True,
+    ),
+    "rff_ablation": Preset(
+        "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
+        ("cvl", "cvl_mc"),
+        default=_cpu_budget(("drawer-open", "door-close", "reach"), (0, 1, 2)),
+        full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
+    ),
+    "mountain_car": Preset(
+        "Mountain Car: CVL (lambda_BC = 0) on SAC's replay buffer; normalised log Q_NCE vs SAC's Q "
+        "heatmaps and their Spearman correlation (paper fig. 5).",
+        ("cvl",),
+        default=Budget(
+            (MOUNTAIN_CAR,),
+            (0,),
+            "sac",
+            frames=50_000,
+            steps=5_000,
+            eval_every=1_000,
+            hidden=(128, 128),
+            batch_size=256,
+        ),
+        full=Budget((MOUNTAIN_CAR,), (0,), "sac", frames=500_000),
+        mountain_car=True,
+    ),
+}
+"""The paper's experiments by name."""
+
+
+@dataclass(frozen=True)
+class PaperConfig:
+    """One paper experiment; None fields take the preset's value (``full`` picks its budget)."""
+
+    experiment: Literal[
+        "metaworld_states", "metaworld_pixels", "pretraining", "rff_ablation", "mountain_car"
+    ] = "metaworld_states"
+    """Which experiment (`PRESETS`)."""
+    out_dir: str | None = None
+    """Experiment folder; default ``experiments_out/<experiment>``."""
+    full: bool = False
+    """The paper's budget (all tasks / 5 seeds / SAC 500k-frame datasets / 100k steps)."""
+    tasks: tuple[str, ...] | None = None
+    """Override the preset's tasks."""
+    seeds: tuple[int, ...] | None = None
+    """Override the preset's seeds."""
+    steps: int | None = None
+    """Override the gradient steps per run."""
+    data_kind: Literal["scripted", "sac"] | None = None
+    """Override the dataset kind (scripted noisy expert or SAC replay)."""
+    episodes: int | None = None
+    """Override the scripted episodes per task."""
+    frames: int | None = None
+    """Override the SAC frames per task."""
+    eval_every: int | None = None
+    """Override the evaluation interval."""
+    eval_episodes: int = 10
+    """Episodes per evaluation."""
+    eval_max_steps: int | None = None
+    """Optional evaluation episode step limit (tests)."""
+    pretrain_steps: int | None = None
+    """Override the pretraining updates."""
+    hidden: tuple[int, ...] | None = None
+    """Override the budget's hidden widths (default budgets 128 x 128; ``full`` 256 x 256)."""
+    batch_size: int | None = None
+    """Override the budget's batch size (default budgets 256; ``full`` the learners' own)."""
+    overrides: tuple[str, ...] = ()
+    """Extra learner overrides (``key=value`` or ``algo:key=value``)."""
+    workers: int = 2
+    """Runs in parallel."""
+    threads_per_run: int = 1
+    """torch threads per run."""
+    device: str = "cpu"
+    """Training device (``cuda`` for a GPU)."""
+    bootstrap_reps: int = 2000
+    """Bootstrap replications of the rliable intervals."""
+    progress: bool = True
+    """Progress bars."""
+
+
+def resolve(config: PaperConfig) -> dict[str, Any]:
+    """The preset with the budget and explicit overrides applied (what will run)."""
+    if config.experiment not in PRESETS:
+        raise ConfigError(f"unknown experiment {config.experiment!r}; choose from {list(PRESETS)}")
+    preset = PRESETS[config.experiment]
+    budget = preset.full if config.full else preset.default
+    changes = {
+        k: getattr(config, k)
+        for k in (
+            "tasks",
+            "seeds",
+            "steps",
+            "data_kind",
+            "episodes",
+            "frames",
+            "eval_every",
+            "hidden",
+            "batch_size",
+        )
+        if getattr(config, k) is not None
+    }
+    if config.pretrain_steps is not None:
+        changes["pretrain_steps"] = config.pretrain_steps
+    budget = dataclasses.replace(budget, **changes)
+    if budget.tasks == ("__all__",):
+        budget = dataclasses.replace(budget, tasks=_all_tasks())
+    try:
+        tasks = tuple(canonical_name(t) for t in budget.tasks)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    data_tasks = list(tasks)
+    if preset.related_data:
+        from cvl_data import related_tasks
+
+        for task in tasks:
+            data_tasks += [t for t in related_tasks(task, TASK_NAMES) if t not in data_tasks]
+    out = Path(config.out_dir or f"experiments_out/{config.experiment}")
+    return {
+        "preset": preset,
+        "budget": dataclasses.replace(budget, tasks=tasks),
+        "data_tasks": tuple(data_tasks),
+        "out": out,
+    }

@@ -1,0 +1,327 @@
+"""Sweeps: algorithms x tasks x seeds as parallel local processes, resumable, with an index.
+
+`sweep(SweepConfig)` expands the grid into runs (one `TrainConfig` each, run folder
+``<out_dir>/<label>/<task>/seed_<k>``), skips finished runs (a run is finished when its
+``results.json`` exists), and launches the others as up to ``workers`` processes at a time
+(``multiprocessing`` spawn: each a fresh interpreter that calls `cvl_eval.training.loop.train` with
+``resume=True``, its output in ``<run>/train.log``). A run interrupted earlier continues from its
+last checkpoint. At the end ``index.json`` and ``index.csv`` list every finished run and
+``sweep.json`` records what this call did. Every run's config is validated before any process
+starts.
+
+Datasets come from ``data_root``: the dataset of task ``t`` is ``<data_root>/<t>`` (as
+`cvl_eval.datagen` writes them, e.g. ``data/drawer-open-v3``). The names a sweep accepts come
+from the learners' declarations (`sweep_variants`): every offline algorithm of the registry, and
+``<name>_pretrained`` for a learner with related-task pretraining (``cvl_pretrained``: CVL
+pretrained on the reward-free data of the task's related tasks, same domain, found in
+``data_root``; paper sec. 5.2). A learner with ``"self"`` pretraining (``cql_uds``) is given the
+related tasks' data the same way, to share (UDS).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cvl_algos import learner_class, offline_algorithms
+from cvl_algos.pretraining import has_pretraining_phase, pretrained_label
+from cvl_data.jsonio import to_json_data, write_json_atomic
+from cvl_eval.envs.defaults import learner_defaults
+from cvl_eval.envs.make import canonical_name
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder
+from cvl_eval.runs.index import find_runs, write_index
+from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.plan import validate
+
+__all__ = ["SweepConfig", "SweepRun", "SweepVariant", "expand", "sweep", "sweep_variants"]
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A grid of training runs; the settings below apply to every run of the grid."""
+
+    data_root: str
+    """Folder of the datasets: ``<data_root>/<task>`` per task (e.g. ``data/reach-v3``)."""
+    out_dir: str
+    """Sweep folder: runs in ``<out_dir>/<algorithm>/<task>/seed_<k>``, the index at the top."""
+    algorithms: tuple[str, ...] = ("bc", "cql", "cql_uds", "cvl")
+    """Algorithms (`sweep_variants`: bc, cql, cql_uds, cvl, cvl_pretrained, cvl_mc, ...)."""
+    tasks: tuple[str, ...] = ("drawer-open",)
+    """Tasks (Meta-World names with or without ``-v3``, or MountainCarContinuous-v0)."""
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    """Seeds of every (algorithm, task)."""
+    workers: int = 2
+    """Runs trained at the same time (one process each)."""
+    threads_per_run: int = 1
+    """torch CPU threads of each run."""
+    steps: int = 100_000
+    """Gradient steps on the labelled data per run."""
+    pretrain_steps: int | None = None
+    """Pretraining updates of cvl_pretrained / cql_uds without shared data (None: 50k)."""
+    hidden: tuple[int, ...] | None = None
+    """Hidden widths of every network (None: the learners' 256x256)."""
+    batch_size: int | None = None
+    """Batch size of every run (None: the learners' own)."""
+    overrides: tuple[str, ...] = ()
+    """Learner config overrides ``key=value`` for every algorithm, or ``algo:key=value`` for
+    one (``cvl:lambda_bc=0.0``; ``cvl`` also covers ``cvl_pretrained``). They apply after the
+    task's environment defaults (`cvl_eval.envs.defaults`: lambda_bc = 0 on Mountain Car)."""
+    observations: str = "auto"
+    """``auto``, ``state`` or ``pixels``: the kind of dataset every run expects."""
+    device: str = "cpu"
+    """Device of every run (``cuda`` runs share the GPU)."""
+    log_every: int = 100
+    """Metrics logging interval (updates)."""
+    eval_every: int = 10_000
+    """Evaluation interval (labelled steps; 0: only at the end)."""
+    eval_episodes: int = 10
+    """Episodes per evaluation."""
+    eval_max_steps: int | None = None
+    """Optional episode step limit during evaluation."""
+    checkpoint_every: int = 10_000
+    """Checkpoint interval (updates)."""
+    tensorboard: bool = True
+    """Write TensorBoard events in each run folder."""
+
+
+@dataclass(frozen=True)
+class SweepVariant:
+    """What a name of ``SweepConfig.algorithms`` trains."""
+
+    algorithm: str
+    """The registered algorithm."""
+    related_data: bool
+    """Its runs get the related tasks' datasets found in the data root."""
+
+
+def sweep_variants() -> dict[str, SweepVariant]:
+    """Every name a sweep accepts, from the learners' declarations: each offline algorithm (with
+    related data for ``"self"`` pretraining, to share), and `pretrained_label` of each learner
+    with ``"related_tasks"`` pretraining."""
+    variants = {}
+    for name in offline_algorithms():
+        kind = learner_class(name).pretraining
+        variants[name] = SweepVariant(name, related_data=kind == "self")
+        if kind == "related_tasks":
+            variants[pretrained_label(name)] = SweepVariant(name, related_data=True)
+    return variants
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One cell of the grid."""
+
+    label: str
+    task: str
+    seed: int
+    config: TrainConfig
+
+
+def _related_datasets(data_root: Path, task: str) -> tuple[str, ...]:
+    """Datasets in ``data_root`` of the tasks related to ``task`` (same domain, not itself)."""
+    from cvl_data import is_dataset, related_tasks
+
+    if not data_root.is_dir():
+        return ()
+    available = sorted(p.name for p in data_root.iterdir() if is_dataset(p))
+    return tuple(str(data_root / name) for name in related_tasks(task, available))
+
+
+def _overrides_for(algorithm: str, overrides: Sequence[str]) -> tuple[str, ...]:
+    """The sweep's overrides that apply to ``algorithm``: unscoped ones and ``algorithm:...``."""
+    out = []
+    for item in overrides:
+        head, sep, rest = item.partition(":")
+        if sep and "=" not in head:
+            if head == algorithm:
+                out.append(rest)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _env_overrides(task: str, algorithm: str) -> tuple[str, ...]:
+    """The learner settings of the task's environment (`cvl_eval.envs.defaults`) as overrides."""
+    fields = learner_defaults(task, learner_class(algorithm).config_cls)
+    return tuple(f"{key}={json.dumps(value)}" for key, value in fields.items())
+
+
+def expand(config: SweepConfig) -> list[SweepRun]:
+    """The grid as runs, in (algorithm, task, seed) order; validates names and combinations."""
+    if config.workers < 1 or config.threads_per_run < 1:
+        raise ConfigError("workers and threads_per_run must be >= 1")
+    if not config.algorithms or not config.tasks or not config.seeds:
+        raise ConfigError("a sweep needs at least one algorithm, task and seed")
+    variants = sweep_variants()
+    for name in config.algorithms:
+        if name not in variants:
+            raise ConfigError(f"unknown algorithm {name!r}; choose from {list(variants)}")
+    try:
+        tasks = [canonical_name(task) for task in config.tasks]
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return [
+        _run(config, label, variants[label], task, int(seed))
+        for label in config.algorithms
+        for task in tasks
+        for seed in config.seeds
+    ]
+
+
+def _run(config: SweepConfig, label: str, variant: SweepVariant, task: str, seed: int) -> SweepRun:
+    """One cell: its data (and related tasks' data where the variant takes it), its folder."""
+    data_root = Path(config.data_root)
+    kind = learner_class(variant.algorithm).pretraining
+    shared = _related_datasets(data_root, task) if variant.related_data else ()
+    include_target = True
+    if variant.related_data and kind == "related_tasks" and not shared:
+        # No related task in the data: pretrain on the target's own reward-free data.
+        shared, include_target = (str(data_root / task),), False
+    phase = has_pretraining_phase(kind, bool(shared))
+    train_config = TrainConfig(
+        dataset=str(data_root / task),
+        out_dir=str(Path(config.out_dir) / label / task / f"seed_{seed}"),
+        algorithm=variant.algorithm,
+        seed=seed,
+        steps=config.steps,
+        task=task,
+        pretrain_datasets=shared,
+        pretrain_include_target=include_target,
+        pretrain_steps=config.pretrain_steps if phase else None,
+        label=label,
+        observations=config.observations,  # type: ignore[arg-type]
+        hidden=config.hidden,
+        batch_size=config.batch_size,
+        overrides=(
+            *_env_overrides(task, variant.algorithm),
+            *_overrides_for(variant.algorithm, config.overrides),
+        ),
+        device=config.device,
+        num_threads=config.threads_per_run,
+        log_every=config.log_every,
+        eval_every=config.eval_every,
+        eval_episodes=config.eval_episodes,
+        eval_max_steps=config.eval_max_steps,
+        checkpoint_every=config.checkpoint_every,
+        resume=True,
+        progress=False,
+        tensorboard=config.tensorboard,
+    )
+    return SweepRun(label, task, seed, train_config)
+
+
+def _worker(config: TrainConfig, log_path: str) -> None:
+    """Child process: train one run with its output in ``log_path``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; SIGTERM stops gracefully
+    with open(log_path, "a", buffering=1) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        sys.stdout = sys.stderr = log
+        from cvl_eval.training.loop import train
+
+        print(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} train {config.out_dir}", flush=True)
+        train(config)
+
+
+def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
+    """Run (or continue) the sweep; returns what ``sweep.json`` records.
+
+    Raises:
+        ConfigError: a bad grid or run config, before any process starts.
+        RuntimeError: some runs failed (the others completed; see their ``train.log``).
+    """
+    runs = expand(config)
+    for run in runs:
+        validate(run.config)
+    finished = [r for r in runs if RunFolder(r.config.out_dir).finished]
+    todo = [r for r in runs if not RunFolder(r.config.out_dir).finished]
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    completed, failed = _run_processes(todo, config.workers, len(runs), len(finished), progress)
+    paths = write_index(find_runs(out), out, extra={"sweep_config": to_json_data(config)})
+    record = {
+        "runs": len(runs),
+        "skipped_finished": [r.config.out_dir for r in finished],
+        "completed": completed,
+        "failed": failed,
+        "index_json": str(paths["json"]),
+        "index_csv": str(paths["csv"]),
+    }
+    write_json_atomic(out / "sweep.json", record)
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {len(todo)} runs failed (see each run's train.log): "
+            + ", ".join(f["run"] for f in failed)
+        )
+    return record
+
+
+def _run_processes(
+    todo: list[SweepRun], workers: int, total: int, finished: int, progress: bool
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Train ``todo`` in up to ``workers`` processes at a time; (completed, failed) runs. On an
+    interruption (SIGTERM, Ctrl-C) the running children are stopped gracefully (they checkpoint)."""
+    from tqdm import tqdm
+
+    context = multiprocessing.get_context("spawn")
+    running: list[tuple[SweepRun, Any]] = []
+    failed: list[dict[str, Any]] = []
+    completed: list[str] = []
+    bar = tqdm(total=total, initial=finished, desc="sweep", unit="run", disable=not progress)
+    queue = list(todo)
+    previous = _exit_on_sigterm()
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                run = queue.pop(0)
+                folder = RunFolder(run.config.out_dir)
+                folder.path.mkdir(parents=True, exist_ok=True)
+                process = context.Process(
+                    target=_worker, args=(run.config, str(folder.log)), daemon=False
+                )
+                process.start()
+                running.append((run, process))
+            time.sleep(0.2)
+            for item in list(running):
+                run, process = item
+                if process.is_alive():
+                    continue
+                process.join()
+                running.remove(item)
+                if process.exitcode == 0 and RunFolder(run.config.out_dir).finished:
+                    completed.append(run.config.out_dir)
+                    bar.update(1)
+                else:
+                    failed.append({"run": run.config.out_dir, "exitcode": process.exitcode})
+                bar.set_postfix(running=len(running), failed=len(failed), refresh=False)
+    finally:
+        for _, process in running:  # interrupted: stop children gracefully (they checkpoint)
+            process.terminate()
+        for _, process in running:
+            process.join(timeout=60)
+        bar.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    return completed, failed
+
+
+def _exit_on_sigterm() -> Any:
+    """Turn SIGTERM into SystemExit (so running children are stopped); returns the old handler."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, handler)

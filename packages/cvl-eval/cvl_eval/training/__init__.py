@@ -1,0 +1,11 @@
+"""Offline training: one algorithm x dataset x seed, validated first, logged, resumable.
+
+| module | job |
+|---|---|
+| `config` | `TrainConfig` (frozen, documented), `StepInfo` |
+| `checks` | the checks of a config's parts, each a `ConfigError` with what to fix |
+| `plan` | `validate(config) -> Plan`: what the run will do; its data sources and samplers |
+| `session` | the learner, samplers and logger of one process session, restored on resume |
+| `loop` | `train(config)`: the updates, logging, evaluation, checkpoints, ``results.json`` |
+| `logger` | `MetricsLogger`: ``metrics.jsonl`` / ``evals.jsonl`` and TensorBoard |
+"""

@@ -1,0 +1,203 @@
+"""Checks of the parts of a `TrainConfig`, each raising `ConfigError` with what to fix.
+
+`cvl_eval.training.plan.validate` runs them all: the algorithm (`check_algorithm`), numbers in
+range (`check_numbers`), learner overrides (`parse_overrides`, `learner_overrides`), datasets read
+from their ``meta.json`` only (`read_dataset_spec`, `check_kind`, `check_data`), the device
+(`resolve_device`), the pretraining budget (`resolve_pretrain_steps`) and the run folder
+(`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+from cvl_algos import learner_class, offline_algorithms
+from cvl_algos.pretraining import has_pretraining_phase
+from cvl_data.jsonio import to_json_data
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder, read_json
+from cvl_eval.training.config import TrainConfig
+
+# Fields that may change when a stopped run is resumed (they do not change the result).
+RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard")
+
+
+def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``("lambda_bc=0.1", "hidden=[64,64]")`` -> ``{"lambda_bc": 0.1, "hidden": (64, 64)}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not of the form key=value")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        out[key.strip()] = tuple(value) if isinstance(value, list) else value
+    return out
+
+
+def read_dataset_spec(path: str | os.PathLike) -> Any:
+    """The `cvl_data.DatasetSpec` of a finished dataset folder, from its metadata only."""
+    from cvl_data import DatasetError, read_spec
+
+    try:
+        return read_spec(path)
+    except DatasetError as error:
+        raise ConfigError(str(error)) from None
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when available, else ``cpu``; refuses CUDA where there is none."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} asked for but CUDA is not available here")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ConfigError(f"unknown device {device!r}: use cpu, cuda, cuda:N or auto")
+    return device
+
+
+def learner_overrides(config: TrainConfig) -> dict[str, Any]:
+    """The learner config fields the run changes (``overrides``, ``hidden``, ``batch_size``),
+    checked against the algorithm's config class."""
+    overrides = parse_overrides(config.overrides)
+    for name, value in (("hidden", config.hidden), ("batch_size", config.batch_size)):
+        if value is not None:
+            if name in overrides:
+                raise ConfigError(f"{name} given both as a field and in overrides")
+            overrides[name] = tuple(value) if name == "hidden" else value
+    config_cls = learner_class(config.algorithm).config_cls
+    known = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"{config.algorithm}: unknown learner config field(s) {unknown}; known: {sorted(known)}"
+        )
+    try:
+        dataclasses.replace(config_cls(), **overrides)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"{config.algorithm}: invalid learner config: {error}") from None
+    return overrides
+
+
+def check_numbers(config: TrainConfig) -> None:
+    """Budgets, intervals and counts within their ranges."""
+    checks = [
+        ("steps", config.steps >= 1),
+        ("log_every", config.log_every >= 1),
+        ("eval_every", config.eval_every >= 0),
+        ("eval_episodes", config.eval_episodes >= 1),
+        ("checkpoint_every", config.checkpoint_every >= 0),
+        ("keep_checkpoints", config.keep_checkpoints >= 1),
+        ("pretrain_steps", config.pretrain_steps is None or config.pretrain_steps >= 0),
+        ("num_threads", config.num_threads is None or config.num_threads >= 1),
+        ("eval_max_steps", config.eval_max_steps is None or config.eval_max_steps >= 1),
+    ]
+    for name, ok in checks:
+        if not ok:
+            raise ConfigError(f"{name} = {getattr(config, name)} is out of range")
+
+
+def check_kind(spec: Any, path: str, config: TrainConfig) -> None:
+    """The dataset at ``path`` holds the observation kind ``config.observations`` expects."""
+    if config.observations != "auto" and spec.obs_kind != config.observations:
+        kind = "a pixel" if spec.obs_kind == "pixels" else "a state"
+        raise ConfigError(
+            f"{path} is {kind} dataset (obs_kind={spec.obs_kind!r}, obs_shape={spec.obs_shape}) "
+            f"but the config expects observations={config.observations!r}"
+        )
+
+
+def check_algorithm(config: TrainConfig) -> type:
+    """The learner class of ``config.algorithm``, an offline algorithm of the registry."""
+    from cvl_algos import ALGORITHMS
+
+    offline = offline_algorithms()
+    if config.algorithm not in offline:
+        online = config.algorithm in ALGORITHMS
+        hint = f" ({config.algorithm} is online: it generates datasets)" if online else ""
+        raise ConfigError(
+            f"unknown algorithm {config.algorithm!r}{hint}; choose one of {list(offline)}"
+        )
+    return learner_class(config.algorithm)
+
+
+def check_data(learner_cls: type, spec: Any, config: TrainConfig) -> None:
+    """The target has rewards where the learner needs them; related data only where the learner
+    has a pretraining phase."""
+    name = config.algorithm
+    if learner_cls.needs_rewards and not spec.has_rewards:
+        extra = ""
+        if learner_cls.pretraining == "related_tasks":
+            extra = f"; reward-free data can only serve as pretrain_datasets of {name}"
+        raise ConfigError(f"dataset {config.dataset} has no rewards, but {name} needs them{extra}")
+    if config.pretrain_datasets and learner_cls.pretraining == "none":
+        takers = [a for a in offline_algorithms() if learner_class(a).pretraining != "none"]
+        raise ConfigError(f"{name} takes no pretraining data; pretrain_datasets work with {takers}")
+
+
+def read_pretrain_specs(spec: Any, config: TrainConfig) -> tuple[Any, ...]:
+    """The specs of the related tasks' datasets: of the expected kind, with the target's
+    observation and action shapes."""
+    specs = []
+    for path in config.pretrain_datasets:
+        other = read_dataset_spec(path)
+        check_kind(other, path, config)
+        if other.obs_shape != spec.obs_shape or other.action_shape != spec.action_shape:
+            raise ConfigError(
+                f"pretraining dataset {path} has observations {other.obs_shape} / actions "
+                f"{other.action_shape}, the target {spec.obs_shape} / {spec.action_shape}"
+            )
+        specs.append(other)
+    return tuple(specs)
+
+
+def resolve_pretrain_steps(
+    learner_cls: type, config: TrainConfig, overrides: dict[str, Any]
+) -> int:
+    """Pretraining updates of the run (0 where the learner has no pretraining phase with this
+    data, `cvl_algos.pretraining.has_pretraining_phase`; an explicit ``pretrain_steps`` is
+    refused there)."""
+    if not has_pretraining_phase(learner_cls.pretraining, bool(config.pretrain_datasets)):
+        if config.pretrain_steps:
+            raise ConfigError(
+                f"pretrain_steps={config.pretrain_steps} but {config.algorithm} has no "
+                "pretraining phase with this data (related-task pretraining needs "
+                "pretrain_datasets)"
+            )
+        return 0
+    if config.pretrain_steps is not None:
+        return int(config.pretrain_steps)
+    return int(overrides.get("pretrain_steps", learner_cls.config_cls().pretrain_steps))
+
+
+def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
+    """A new run needs an empty folder; a resumed one the same config as before."""
+    if not run.path.exists():
+        return
+    if not run.path.is_dir():
+        raise ConfigError(f"out_dir {run.path} exists and is not a folder")
+    if not config.resume:
+        if any(run.path.iterdir()):
+            raise ConfigError(
+                f"out_dir {run.path} already holds a run; pass resume=True (--resume) to "
+                "continue it, or choose another out_dir"
+            )
+        return
+    if run.config.is_file():
+        stored = read_json(run.config)["train_config"]
+        current = to_json_data(config)
+        differ = sorted(
+            k
+            for k in set(stored) | set(current)
+            if k not in RESUME_FREE_FIELDS and stored.get(k) != current.get(k)
+        )
+        if differ:
+            details = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in differ)
+            raise ConfigError(f"cannot resume {run.path} with a different config ({details})")

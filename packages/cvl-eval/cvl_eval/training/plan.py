@@ -1,0 +1,151 @@
+"""What a training run needs before its first update: its validation, its plan, its data.
+
+`validate` checks a `TrainConfig` without doing any work (it reads only ``meta.json`` files) and
+returns a `Plan` (everything derived from the config, the datasets' specs and the learner class's
+declarations); `Plan.sources` opens the datasets and builds the views of the run's phases (the
+learner's `training_data`); `Plan.samplers` builds the samplers the learner asks for
+(`make_sampler`). `cvl_eval.training.loop` runs the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cvl_algos.pretraining import pretrained_label
+from cvl_data.jsonio import package_versions, to_json_data
+from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.errors import ConfigError
+from cvl_eval.runs.folder import RunFolder
+from cvl_eval.training.checks import (
+    check_algorithm,
+    check_data,
+    check_kind,
+    check_numbers,
+    check_run_folder,
+    learner_overrides,
+    read_dataset_spec,
+    read_pretrain_specs,
+    resolve_device,
+    resolve_pretrain_steps,
+)
+from cvl_eval.training.config import TrainConfig
+
+__all__ = ["RUN_VERSIONS", "Plan", "validate"]
+
+RUN_VERSIONS = ("cvl-data", "cvl-models", "cvl-algos", "cvl-eval", "torch", "metaworld")
+"""Packages whose versions every run folder records (``config.json``)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything `validate` derives from a `TrainConfig` and the datasets' specs."""
+
+    algorithm: str
+    label: str
+    task: str
+    pixels: bool
+    obs_shape: tuple[int, ...]
+    action_dim: int
+    device: str
+    overrides: dict[str, Any]
+    pretrain_steps: int
+    image_size: int
+    camera: str
+    dataset_spec: Any
+    learner_cls: type
+    pretrain_specs: tuple = field(default=())
+
+    def sources(self, config: TrainConfig, learner: Any) -> dict[str, Any]:
+        """Open the datasets: ``{"train": source, "pretrain": source or None}`` (the learner's
+        `training_data`; no pretraining source when the run has no such phase)."""
+        from cvl_data import open_dataset
+
+        target = open_dataset(config.dataset, verify=config.verify_checksums)
+        related = [
+            open_dataset(p, verify=config.verify_checksums) for p in config.pretrain_datasets
+        ]
+        data = learner.training_data(target, related, config.pretrain_include_target)
+        return {"train": data.train, "pretrain": data.pretrain if self.pretrain_steps else None}
+
+    def samplers(self, learner: Any, sources: dict[str, Any], seed: int) -> dict[str, Any]:
+        """The learner's samplers (`make_sampler`) over the sources, seeded from ``seed``."""
+        samplers = {}
+        for index, (name, source) in enumerate(sources.items()):
+            if source is None:
+                continue
+            sampler_seed = int(np.random.SeedSequence([seed, 0x5A, index]).generate_state(1)[0])
+            samplers[name] = learner.make_sampler(source, self.device, sampler_seed)
+        return samplers
+
+    def config_record(self, config: TrainConfig) -> dict[str, Any]:
+        """What ``config.json`` holds."""
+        return {
+            "train_config": to_json_data(config),
+            "label": self.label,
+            "task": self.task,
+            "obs_kind": "pixels" if self.pixels else "state",
+            "learner_overrides": self.overrides,
+            "pretrain_steps": self.pretrain_steps,
+            "versions": package_versions(RUN_VERSIONS),
+        }
+
+
+def validate(config: TrainConfig) -> Plan:
+    """Check ``config`` without doing any work; return the derived `Plan`.
+
+    Raises:
+        ConfigError: with a message saying what is wrong and how to fix it.
+    """
+    learner_cls = check_algorithm(config)
+    check_numbers(config)
+    spec = read_dataset_spec(config.dataset)
+    check_kind(spec, config.dataset, config)
+    task = _task(config, spec)
+    check_data(learner_cls, spec, config)
+    pretrain_specs = read_pretrain_specs(spec, config)
+    overrides = learner_overrides(config)
+    device = resolve_device(config.device)
+    pixels = spec.obs_kind == "pixels"
+    if pixels and not is_metaworld(task):
+        raise ConfigError(f"pixel evaluation exists for Meta-World tasks only, not {task}")
+    pretrain_steps = resolve_pretrain_steps(learner_cls, config, overrides)
+    label = config.label or config.algorithm
+    if (
+        config.label is None
+        and config.pretrain_datasets
+        and learner_cls.pretraining == "related_tasks"
+    ):
+        label = pretrained_label(config.algorithm)
+    provenance = spec.provenance.get("config", {}) if isinstance(spec.provenance, dict) else {}
+    plan = Plan(
+        algorithm=config.algorithm,
+        label=label,
+        task=task,
+        pixels=pixels,
+        obs_shape=tuple(spec.obs_shape),
+        action_dim=int(np.prod(spec.action_shape)),
+        device=device,
+        overrides=overrides,
+        pretrain_steps=pretrain_steps,
+        image_size=int(spec.obs_shape[0]) if pixels else 84,
+        camera=config.camera or provenance.get("camera", "corner"),
+        dataset_spec=spec,
+        learner_cls=learner_cls,
+        pretrain_specs=pretrain_specs,
+    )
+    check_run_folder(config, RunFolder(config.out_dir))
+    return plan
+
+
+def _task(config: TrainConfig, spec: Any) -> str:
+    """The evaluation task: the config's (it must be the dataset's) or the dataset's."""
+    try:
+        task = canonical_name(config.task or spec.task)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if config.task is not None and canonical_name(spec.task) != task:
+        raise ConfigError(f"dataset {config.dataset} holds task {spec.task!r}, not {task!r}")
+    return task

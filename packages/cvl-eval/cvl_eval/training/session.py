@@ -1,0 +1,179 @@
+"""One process session of a training run: the learner, its samplers and logger, restored from the
+run's latest checkpoint when resuming, and what the loop does with them (evaluate, log,
+checkpoint). Graceful stops on SIGINT/SIGTERM come from `StopFlag`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.rollout.evaluate import EvalResult, evaluate_policy
+from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder, read_json
+from cvl_eval.training.config import TRAINER_STATE_VERSION, TrainConfig
+from cvl_eval.training.logger import MetricsLogger
+from cvl_eval.training.plan import Plan
+
+__all__ = ["Session", "StopFlag", "evaluate_learner", "start_session"]
+
+
+def evaluate_learner(learner: Any, plan: Plan, config: TrainConfig) -> EvalResult:
+    """`evaluate_policy` of ``learner``'s deterministic policy with the run's fixed eval seeds."""
+    return evaluate_policy(
+        plan.task,
+        lambda obs: learner.act(obs, deterministic=True),
+        config.eval_episodes,
+        seed=config.eval_seed,
+        pixels=plan.pixels,
+        max_steps=config.eval_max_steps,
+        image_size=plan.image_size,
+        camera=plan.camera,
+    )
+
+
+def _sampler_state(sampler: Any) -> list[int]:
+    return sampler.generator.get_state().tolist()
+
+
+def _set_sampler_state(sampler: Any, state: list[int]) -> None:
+    sampler.generator.set_state(torch.tensor(state, dtype=torch.uint8))
+
+
+@dataclass
+class Session:
+    """Mutable state of one call of `train` (one process session of a run)."""
+
+    plan: Plan
+    config: TrainConfig
+    run: RunFolder
+    learner: Any
+    samplers: dict[str, Any]
+    logger: MetricsLogger
+    wall_before: float
+    started: float
+    last_eval: dict | None = None
+    window: dict[str, float] = field(default_factory=dict)
+    """Metric sums since the last log (averaged at the next one); count under "__count__"."""
+
+    @property
+    def pretrain_done(self) -> int:
+        return self.learner.pretrain_steps
+
+    @property
+    def updates(self) -> int:
+        """Updates of both phases so far (the global step of logs and checkpoints)."""
+        return self.pretrain_done + self.learner.step
+
+    def wall_time(self) -> float:
+        return self.wall_before + time.monotonic() - self.started
+
+    def save_checkpoint(self) -> None:
+        folder = self.run.checkpoint_folder(self.updates)
+        self.learner.save(folder)
+        state = {
+            "version": TRAINER_STATE_VERSION,
+            "updates": self.updates,
+            "step": self.learner.step,
+            "pretrain_steps": self.pretrain_done,
+            "samplers": {k: _sampler_state(s) for k, s in self.samplers.items()},
+            "wall_time_s": self.wall_time(),
+            "last_eval": self.last_eval,
+            "log_window": self.window,
+        }
+        write_json_atomic(folder / TRAINER_STATE_FILE, state)
+        self.logger.flush()
+        self.run.write_progress_csv()
+        self.run.commit_checkpoint(folder, keep=self.config.keep_checkpoints)
+
+    def evaluate(self) -> dict:
+        result = evaluate_learner(self.learner, self.plan, self.config)
+        summary = result.to_dict()["summary"]
+        record = {
+            "step": self.learner.step,
+            "update": self.updates,
+            "return": summary["mean_return"],
+            "return_std": summary["std_return"],
+            "success": summary["success_rate"],
+            "length": summary["mean_length"],
+            "normalized": summary["mean_normalized_return"],
+            "episode_returns": list(result.returns),
+            "episode_successes": [bool(s) for s in result.successes],
+            "time_s": round(self.wall_time(), 3),
+        }
+        self.logger.log_eval(record, self.updates)
+        self.last_eval = record
+        return {"record": record, "result": result}
+
+
+class StopFlag:
+    """SIGINT/SIGTERM -> stop at the next step boundary (a second signal interrupts at once)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> StopFlag:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
+    """Build (or restore from the latest checkpoint) the learner, samplers and logger."""
+    from cvl_algos import load_learner, make_learner
+
+    checkpoint = run.latest_checkpoint() if config.resume else None
+    if checkpoint is not None:
+        learner = load_learner(checkpoint, device=plan.device)
+        trainer = read_json(checkpoint / TRAINER_STATE_FILE)
+    else:
+        learner = make_learner(
+            plan.algorithm,
+            plan.obs_shape,
+            plan.action_dim,
+            plan.device,
+            config.seed,
+            **plan.overrides,
+        )
+        trainer = None
+    samplers = plan.samplers(learner, plan.sources(config, learner), config.seed)
+    wall_before = 0.0
+    last_eval = None
+    if trainer is not None:
+        for name, state in trainer["samplers"].items():
+            _set_sampler_state(samplers[name], state)
+        wall_before = float(trainer["wall_time_s"])
+        last_eval = trainer.get("last_eval")
+        run.truncate_logs("update", int(trainer["updates"]))
+    elif config.resume:  # resuming a run that never reached a checkpoint: start over
+        run.truncate_logs("update", -1)
+    updates = (int(trainer["updates"]) + 1) if trainer is not None else 0
+    logger = MetricsLogger(run, config.tensorboard, purge_step=updates)
+    return Session(
+        plan=plan,
+        config=config,
+        run=run,
+        learner=learner,
+        samplers=samplers,
+        logger=logger,
+        wall_before=wall_before,
+        started=time.monotonic(),
+        last_eval=last_eval,
+        window=dict(trainer.get("log_window", {})) if trainer is not None else {},
+    )
