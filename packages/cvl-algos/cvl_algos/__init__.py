@@ -5,7 +5,15 @@
 Learner classes and configs are importable from here too; they load on first access.
 """
 
-from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
+from cvl_algos.checkpoint import (
+    CheckpointError,
+    CheckpointWarning,
+    load_checkpoint,
+    read_checkpoint_json,
+    read_checkpoint_state,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from cvl_algos.common import LearnerBase
 from cvl_algos.registry import ALGORITHMS, learner_class, load_learner, make_learner, register
 
@@ -32,6 +40,8 @@ __all__ = [
     "ALGORITHMS",
     "BCConfig",
     "BCLearner",
+    "CheckpointError",
+    "CheckpointWarning",
     "CQLConfig",
     "CQLLearner",
     "CQLUDSConfig",
@@ -48,10 +58,12 @@ __all__ = [
     "load_learner",
     "make_learner",
     "pretrain_critic",
+    "read_checkpoint_json",
     "read_checkpoint_state",
     "register",
     "save_checkpoint",
     "uds_datasets",
+    "verify_checkpoint",
 ]
 
 

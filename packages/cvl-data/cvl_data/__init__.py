@@ -8,8 +8,12 @@ __version__ = "0.1.0"
 
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.concat import ConcatDataset, concat_datasets
+from cvl_data.convert import ConvertOptions, convert
+from cvl_data.d4rl import export_npz, import_d4rl
 from cvl_data.errors import DatasetError
 from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
+from cvl_data.minari_export import export_minari
+from cvl_data.minari_import import import_minari
 from cvl_data.reader import Dataset, open_dataset
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
 from cvl_data.source import EpisodeSource
@@ -22,6 +26,7 @@ __all__ = [
     "ConcatDataset",
     "ContrastiveBatch",
     "ContrastiveSampler",
+    "ConvertOptions",
     "Dataset",
     "DatasetError",
     "DatasetSpec",
@@ -32,6 +37,11 @@ __all__ = [
     "TransitionSampler",
     "__version__",
     "concat_datasets",
+    "convert",
+    "export_minari",
+    "export_npz",
+    "import_d4rl",
+    "import_minari",
     "open_dataset",
     "related_tasks",
     "reward_free",

@@ -124,8 +124,17 @@ def test_broken_or_foreign_stamp_is_ignored_and_replaced(write_encoded, content)
     path = write_encoded(LENGTHS).path
     (path / STAMP_FILE).write_text(content)
     assert open_dataset(path).num_steps == sum(LENGTHS)
-    assert set(stamp(path)["files"]) == {f"{n}.npy" for n in ("observations", "actions",
-        "rewards", "terminated", "truncated", "episode_offsets")}  # fmt: skip
+    assert set(stamp(path)["files"]) == {
+        f"{n}.npy"
+        for n in (
+            "observations",
+            "actions",
+            "rewards",
+            "terminated",
+            "truncated",
+            "episode_offsets",
+        )
+    }
 
 
 def test_stamp_is_not_part_of_the_dataset(write_encoded):
