@@ -370,7 +370,9 @@ def load_checkpoint(
     document, tensors, _ = _read(path)
     state_file, tensors_file = path / STATE_FILE, path / TENSORS_FILE
     if sorted(modules) != document["modules"]:
-        raise CheckpointError(f"{state_file}: modules {document['modules']}, expected {sorted(modules)}")
+        raise CheckpointError(
+            f"{state_file}: modules {document['modules']}, expected {sorted(modules)}"
+        )
     if sorted(optimizers) != sorted(document["optimizers"]):
         raise CheckpointError(
             f"{state_file}: optimizers {sorted(document['optimizers'])}, expected {sorted(optimizers)}"
@@ -384,14 +386,22 @@ def load_checkpoint(
     for name, module in modules.items():
         sub = saved[name]
         module.to(device)
-        _restore(f"module '{name}'", tensors_file, lambda m=module, s=sub: m.load_state_dict(s, strict=True))
+        _restore(
+            f"module '{name}'",
+            tensors_file,
+            lambda m=module, s=sub: m.load_state_dict(s, strict=True),
+        )
     for name, opt in optimizers.items():
         state = decoded["optimizers"][name]
         _restore(f"optimizer '{name}'", state_file, lambda o=opt, s=state: o.load_state_dict(s))
     for name, gen in (generators or {}).items():
         if name in decoded["generators"]:
             state = decoded["generators"][name]
-            _restore(f"generator '{name}'", tensors_file, lambda g=gen, s=state: g.set_state(s.to(torch.uint8)))
+            _restore(
+                f"generator '{name}'",
+                tensors_file,
+                lambda g=gen, s=state: g.set_state(s.to(torch.uint8)),
+            )
     if restore_global_rng:
         _restore("the global RNG state", state_file, lambda: set_global_rng_state(decoded["rng"]))
     return decoded["state"]

@@ -127,7 +127,9 @@ def test_checkpoint_without_checksums_still_fails_cleanly(saved, file, damage, n
 
 def test_checkpoint_without_checksums_loads_with_a_warning(saved):
     before = tiny_learner("bc", seed=3).act(np.zeros(5, np.float32))
-    with pytest.warns(CheckpointWarning, match="no checksums.json .* without checksum verification"):
+    with pytest.warns(
+        CheckpointWarning, match="no checksums.json .* without checksum verification"
+    ):
         assert verify_checkpoint(legacy(saved)) is False
     with pytest.warns(CheckpointWarning):
         loaded = load_learner(saved)

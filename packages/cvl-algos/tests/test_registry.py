@@ -92,5 +92,7 @@ def test_load_checks_the_learner_class(tmp_path):
 
     make_learner("cql", (OBS_DIM,), ACTION_DIM, **TINY).save(tmp_path / "cql")
     assert type(SACLearner.load(tmp_path / "cql")) is CQLLearner  # a subclass is fine
-    with pytest.raises(CheckpointError, match=r"state\.json \(field 'algorithm'\): holds a CQLLearner"):
+    with pytest.raises(
+        CheckpointError, match=r"state\.json \(field 'algorithm'\): holds a CQLLearner"
+    ):
         BCLearner.load(tmp_path / "cql")
