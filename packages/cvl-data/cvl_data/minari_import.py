@@ -38,13 +38,15 @@ COUNTER_KEYS = ("total_episodes", "total_steps", "dataset_size")  # recomputed b
 
 
 def require_minari() -> Any:
-    """The ``minari`` module, or a `DatasetError` saying how to install it."""
+    """The ``minari`` module with its HDF5 storage usable, or a `DatasetError` saying how."""
     try:
+        import h5py  # noqa: F401 (Minari's HDF5 storage)
         import minari
+        import PIL  # noqa: F401 (imported by Minari's HDF5 storage, not declared by minari)
     except ImportError as error:
         raise DatasetError(
-            f"Minari support needs the 'minari' package ({error}); "
-            "install it with: pip install 'cvl-data[minari]'"
+            f"Minari support needs minari, h5py and pillow ({error}); "
+            "install them with: pip install 'cvl-data[minari]'"
         ) from None
     return minari
 

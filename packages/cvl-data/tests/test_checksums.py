@@ -59,14 +59,17 @@ def wait_for_clock_tick(folder: Path, after_ns: int) -> None:
 
 @pytest.mark.parametrize("field", ["actions", "observations", "rewards", "episode_offsets"])
 def test_same_size_bit_flip_is_detected_by_default(write_encoded, field):
+    """``verify=False`` is what training passes (its ``verify_checksums`` flag is off by default);
+    it used to skip checksums, so this flip was trained on."""
     path = write_encoded(LENGTHS).path
     file = path / f"{field}.npy"
     size = file.stat().st_size
     flip_bit(file)
     assert file.stat().st_size == size
-    with pytest.raises(DatasetError, match="checksum mismatch") as info:
-        open_dataset(path)
-    assert str(file) in str(info.value) and f"field '{field}'" in str(info.value)
+    for kwargs in ({}, {"verify": False}):
+        with pytest.raises(DatasetError, match="checksum mismatch") as info:
+            open_dataset(path, **kwargs)
+        assert str(file) in str(info.value) and f"field '{field}'" in str(info.value)
 
 
 def test_bit_flip_after_a_trusted_verification_is_detected(write_encoded):
