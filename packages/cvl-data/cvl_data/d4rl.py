@@ -75,8 +75,13 @@ def d4rl_spec(
     given = {"env_id": env_id, "task": task, "action_low": action_low, "action_high": action_high}
     given = {k: v for k, v in given.items() if v is not None}
     if recorded is not None:
-        spec = DatasetSpec.from_json(json.loads(str(recorded)), where=f"{where} ('{SPEC_KEY}')")
-        return dataclasses.replace(spec, **given)
+        label = f"{where} (array '{SPEC_KEY}')"
+        text = recorded.item() if isinstance(recorded, np.ndarray) else recorded
+        try:
+            document = json.loads(text.decode() if isinstance(text, bytes) else str(text))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise DatasetError(f"{label}: not valid JSON ({error})") from None
+        return dataclasses.replace(DatasetSpec.from_json(document, where=label), **given)
     missing = [k for k in ("env_id", "task", "action_low", "action_high") if k not in given]
     if missing:
         raise DatasetError(

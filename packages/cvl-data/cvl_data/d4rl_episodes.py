@@ -54,7 +54,7 @@ def check_arrays(arrays: Mapping[str, np.ndarray], where: str) -> int:
     missing = [name for name in REQUIRED if name not in arrays]
     if missing:
         raise DatasetError(f"{where}: missing array(s) {missing}; have {sorted(arrays)}")
-    rows = len(arrays["observations"])
+    rows = len(arrays["observations"]) if arrays["observations"].ndim else 0
     if rows == 0:
         raise DatasetError(f"{where} (array 'observations'): no rows")
     for name, array in arrays.items():
@@ -66,6 +66,11 @@ def check_arrays(arrays: Mapping[str, np.ndarray], where: str) -> int:
             )
         if name in PER_ROW and array.ndim != 1:
             raise DatasetError(f"{where} (array '{name}'): shape {array.shape}, expected ({rows},)")
+        if name in ("observations", "next_observations") and array.ndim < 2:
+            raise DatasetError(
+                f"{where} (array '{name}'): shape {array.shape}, expected ({rows}, ...) "
+                "with one row per transition"
+            )
     if (
         "next_observations" in arrays
         and arrays["next_observations"].shape != arrays["observations"].shape

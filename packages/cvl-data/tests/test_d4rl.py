@@ -118,6 +118,10 @@ def convert_options(**changes):
             r"'next_observations'\): missing.*ends at index 3.*drop_final_steps",
         ),
         (lambda d: d.update(observations=d["observations"][:0]), r"'observations'\): no rows"),
+        (
+            lambda d: d.update(observations=d["observations"][:, 0]),
+            r"'observations'\): shape \(12,\), expected \(12, \.\.\.\)",
+        ),
     ],
 )
 def test_ambiguous_or_inconsistent_arrays_are_refused(tmp_path, change, pattern):
