@@ -12,11 +12,8 @@ A checkpoint is a directory holding:
 - optionally, JSON files the caller adds (``extra_files``, e.g. a trainer's state), covered by
   the checksums and written atomically with the rest.
 
-Nested Python structures are encoded to JSON with tagged nodes: ``{"__tensor__": key}`` points
-into the safetensors file, ``{"__tuple__": [...]}`` keeps tuples apart from lists,
-``{"__items__": [[k, v], ...]}`` keeps dicts with non-string keys (optimizer state uses int keys)
-and ``{"__ndarray__": base64, ...}`` holds numpy arrays. Loading never unpickles and never calls
-``torch.load``.
+Nested Python structures are encoded to JSON with tagged nodes (`cvl_algos.checkpoint_codec`).
+Loading never unpickles and never calls ``torch.load``.
 
 Writes are atomic: everything goes to a temporary sibling directory which is then renamed onto
 ``dir`` (an existing checkpoint there is replaced only after the new one is complete).
@@ -29,7 +26,6 @@ load would, without touching any object.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import os
@@ -44,6 +40,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from cvl_algos.checkpoint_codec import decode, encode
 from cvl_algos.checkpoint_files import (
     MANIFEST_FILE,
     CheckpointError,
@@ -73,66 +70,6 @@ __all__ = [
     "set_global_rng_state",
     "verify_checkpoint",
 ]
-
-
-# ----------------------------------------------------------------------------- encoding
-
-
-def _encode(obj: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """Encode ``obj`` as JSON-able data; tensors go to ``tensors`` under names derived from ``key``."""
-    if isinstance(obj, torch.Tensor):
-        tensors[key] = obj.detach().to("cpu").contiguous().clone()
-        return {"__tensor__": key}
-    if isinstance(obj, np.ndarray):
-        data = np.ascontiguousarray(obj)
-        return {
-            "__ndarray__": base64.b64encode(data.tobytes()).decode("ascii"),
-            "dtype": data.dtype.str,
-            "shape": list(data.shape),
-        }
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, bytes):
-        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
-    if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, f"{key}/{i}", tensors) for i, v in enumerate(obj)]}
-    if isinstance(obj, list):
-        return [_encode(v, f"{key}/{i}", tensors) for i, v in enumerate(obj)]
-    if isinstance(obj, dict):
-        if all(isinstance(k, str) for k in obj):
-            return {k: _encode(v, f"{key}/{k}", tensors) for k, v in obj.items()}
-        items = []
-        for k, v in obj.items():
-            if not isinstance(k, (str, int)):
-                raise TypeError(f"checkpoint: unsupported dict key {k!r} at {key}")
-            items.append([k, _encode(v, f"{key}/{k}", tensors)])
-        return {"__items__": items}
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(f"checkpoint: cannot encode {type(obj).__name__} at {key} without pickling")
-
-
-def _decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    """Inverse of :func:`_encode`."""
-    if isinstance(obj, list):
-        return [_decode(v, tensors) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if "__tensor__" in obj:
-        name = obj["__tensor__"]
-        if name not in tensors:
-            raise CheckpointError(f"checkpoint: tensor {name!r} missing from {TENSORS_FILE}")
-        return tensors[name]
-    if "__tuple__" in obj:
-        return tuple(_decode(v, tensors) for v in obj["__tuple__"])
-    if "__items__" in obj:
-        return {k: _decode(v, tensors) for k, v in obj["__items__"]}
-    if "__ndarray__" in obj:
-        raw = base64.b64decode(obj["__ndarray__"])
-        return np.frombuffer(raw, dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
-    if "__bytes__" in obj:
-        return base64.b64decode(obj["__bytes__"])
-    return {k: _decode(v, tensors) for k, v in obj.items()}
 
 
 # ----------------------------------------------------------------------------- RNG states
@@ -230,15 +167,15 @@ def save_checkpoint(
         "format_version": FORMAT_VERSION,
         "modules": sorted(modules),
         "optimizers": {
-            name: _encode(opt.state_dict(), f"optim/{name}", tensors)
+            name: encode(opt.state_dict(), f"optim/{name}", tensors)
             for name, opt in optimizers.items()
         },
         "generators": {
-            name: _encode(gen.get_state(), f"generator/{name}", tensors)
+            name: encode(gen.get_state(), f"generator/{name}", tensors)
             for name, gen in (generators or {}).items()
         },
-        "rng": _encode(get_global_rng_state(), "rng", tensors),
-        "state": _encode(state, "state", tensors),
+        "rng": encode(get_global_rng_state(), "rng", tensors),
+        "state": encode(state, "state", tensors),
     }
     tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
@@ -280,7 +217,7 @@ def _read(dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tenso
 def _decoded(document: dict, field: str, tensors: dict, dir: str | os.PathLike) -> Any:
     """``document[field]`` decoded; a malformed node is a `CheckpointError` naming it."""
     try:
-        return _decode(document[field], tensors)
+        return decode(document[field], tensors)
     except CheckpointError as error:
         raise CheckpointError(f"{Path(dir) / STATE_FILE} (field '{field}'): {error}") from None
     except (KeyError, TypeError, ValueError, binascii.Error) as error:
