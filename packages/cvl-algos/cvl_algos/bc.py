@@ -19,7 +19,7 @@ from torch import nn
 from cvl_algos.common import LearnerBase
 from cvl_models import TanhGaussianPolicy
 
-__all__ = ["BCConfig", "BCLearner", "bc_loss"]
+__all__ = ["BCConfig", "BCLearner", "FilteredBCConfig", "FilteredBCLearner", "bc_loss"]
 
 
 @dataclass(frozen=True)
@@ -107,3 +107,28 @@ class BCLearner(LearnerBase):
         loss, metrics = self._loss_fn(batch)
         metrics["grad_norm"] = self.clip_and_step(self.optimizer, loss, self.policy)
         return metrics
+
+
+@dataclass(frozen=True)
+class FilteredBCConfig(BCConfig):
+    """BC on the top episodes by return ("filtered BC" / "%BC", e.g. Chen et al. 2021)."""
+
+    top_fraction: float = 0.1
+    """Fraction of episodes kept, those of highest undiscounted return (10%: the usual "10% BC")."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.top_fraction <= 1.0:
+            raise ValueError(f"top_fraction must lie in (0, 1], got {self.top_fraction}")
+
+
+class FilteredBCLearner(BCLearner):
+    """BC trained only on ``cvl_data.top_episodes(source, top_fraction)``: needs rewards to rank
+    episodes, never reads them otherwise. The loss is :func:`bc_loss` unchanged."""
+
+    name = "filtered_bc"
+    config_cls = FilteredBCConfig
+
+    def training_source(self, source):
+        from cvl_data import top_episodes
+
+        return top_episodes(source, self.config.top_fraction)

@@ -215,6 +215,13 @@ class LearnerBase:
         """One gradient step on ``batch``; returns scalar tensor metrics."""
         raise NotImplementedError
 
+    def training_source(self, source: Any) -> Any:
+        """The data this learner trains on, given the run's labelled dataset (default: all of it).
+
+        A learner that selects data (filtered BC keeps the top episodes by return) overrides it.
+        """
+        return source
+
     def extra_state(self) -> dict[str, Any]:
         """JSON-able state beyond modules/optimizers/step (default: none)."""
         return {}

@@ -28,12 +28,13 @@ from einops import rearrange, repeat
 from torch import nn
 
 from cvl_algos import sac
-from cvl_algos.common import assert_transition_batch
+from cvl_algos.common import Scalar, assert_transition_batch
 
 __all__ = [
     "CQLConfig",
     "CQLLearner",
     "bc_warmstart_actor_loss",
+    "cql_lagrange_loss",
     "cql_critic_loss",
     "cql_regularizer",
 ]
@@ -55,6 +56,13 @@ class CQLConfig(sac.SACConfig):
     """Temperature T of the log-sum-exp (reference default 1)."""
     cql_importance_sampling: bool = True
     """Subtract the proposal log-densities inside the log-sum-exp (CQL appendix F)."""
+    cql_lagrange: bool = False
+    """Tune the regulariser's weight by dual gradient ascent instead of fixing it (the CQL paper's
+    Lagrange variant, its eq. 5 with threshold ``cql_target_action_gap``): the weight
+    ``exp(log_alpha_prime)`` grows while ``R_i`` exceeds the threshold and shrinks below it;
+    ``cql_alpha`` is then its initial value."""
+    cql_target_action_gap: float = 10.0
+    """tau of the Lagrange variant: the tolerated ``R_i`` (reference code's default: 10)."""
     policy_eval_start: int = 40_000
     """Updates during which the actor is trained by BC (+ SAC entropy term) before switching to
     the SAC actor loss (reference CQL default 40k; not in the paper; 0 disables)."""
@@ -146,6 +154,20 @@ def cql_critic_loss(
     return loss, metrics
 
 
+def cql_lagrange_loss(
+    log_alpha_prime: torch.Tensor, regularizer: torch.Tensor, target_action_gap: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Dual loss of CQL's Lagrange variant: ``-alpha' (R_1 + R_2 - 2 tau) / 2``, ``alpha' =
+    exp(log_alpha')``; gradients reach ``log_alpha'`` only (``regularizer`` is detached).
+
+    Minimising it raises ``alpha'`` while the mean per-head regulariser exceeds ``tau``.
+    """
+    assert log_alpha_prime.shape == regularizer.shape == (), (log_alpha_prime.shape, regularizer.shape)
+    alpha_prime = log_alpha_prime.exp()
+    loss = -alpha_prime * (0.5 * regularizer.detach() - target_action_gap)
+    return loss, {"cql_alpha_prime": alpha_prime.detach(), "cql_lagrange_loss": loss.detach()}
+
+
 def bc_warmstart_actor_loss(
     batch, policy: nn.Module, alpha: torch.Tensor
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -178,6 +200,39 @@ class CQLLearner(sac.SACLearner):
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
         self._warmstart_loss_fn = self.maybe_compile(self.compute_warmstart_actor_loss)
+        self.log_alpha_prime = Scalar(math.log(max(self.config.cql_alpha, 1e-8))).to(self.device)
+        self.alpha_prime_opt = torch.optim.Adam(self.log_alpha_prime.parameters(), lr=self.config.lr)
+
+    def state_modules(self) -> dict[str, nn.Module]:
+        modules = super().state_modules()
+        if self.config.cql_lagrange:
+            modules["log_alpha_prime"] = self.log_alpha_prime
+        return modules
+
+    def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        optimizers = super().state_optimizers()
+        if self.config.cql_lagrange:
+            optimizers["alpha_prime"] = self.alpha_prime_opt
+        return optimizers
+
+    @property
+    def cql_weight(self) -> torch.Tensor | float:
+        """The regulariser's weight: fixed ``cql_alpha``, or the Lagrange multiplier."""
+        if self.config.cql_lagrange:
+            return self.log_alpha_prime().detach().exp().clamp(max=1e6)
+        return self.config.cql_alpha
+
+    def _train_step(self, batch) -> dict[str, torch.Tensor]:
+        metrics = super()._train_step(batch)
+        if self.config.cql_lagrange:
+            loss, lagrange_metrics = cql_lagrange_loss(
+                self.log_alpha_prime(),
+                metrics["cql_regularizer"],
+                self.config.cql_target_action_gap,
+            )
+            self.clip_and_step(self.alpha_prime_opt, loss, self.log_alpha_prime)
+            metrics.update(lagrange_metrics)
+        return metrics
 
     def compute_critic_loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.config
@@ -189,7 +244,7 @@ class CQLLearner(sac.SACLearner):
             self.alpha,
             cfg.discount,
             cfg.backup_entropy,
-            cfg.cql_alpha,
+            self.cql_weight,
             cfg.cql_num_samples,
             cfg.cql_temperature,
             cfg.cql_importance_sampling,

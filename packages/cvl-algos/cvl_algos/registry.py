@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import cvl_algos.bc
     import cvl_algos.cql
     import cvl_algos.cvl
+    import cvl_algos.iql
     import cvl_algos.sac
     import cvl_algos.uds  # noqa: F401
 
@@ -26,11 +27,13 @@ __all__ = ["ALGORITHMS", "learner_class", "load_learner", "make_learner", "regis
 
 ALGORITHMS: dict[str, str | type] = {
     "bc": "cvl_algos.bc:BCLearner",
+    "filtered_bc": "cvl_algos.bc:FilteredBCLearner",
     "cql": "cvl_algos.cql:CQLLearner",
     "cql_uds": "cvl_algos.uds:CQLUDSLearner",
     "sac": "cvl_algos.sac:SACLearner",
     "cvl": "cvl_algos.cvl:CVLLearner",
     "cvl_mc": "cvl_algos.cvl:CVLMCLearner",
+    "iql": "cvl_algos.iql:IQLLearner",
 }
 """Algorithm name -> learner class or its ``"module:Class"`` import path."""
 

@@ -101,3 +101,23 @@ def test_act_is_batched_numpy(batch):
     assert np.all(np.abs(actions) < 1)
     single = learner.act(batch.obs[0].numpy())
     np.testing.assert_allclose(single, actions[0], rtol=1e-5, atol=1e-6)
+
+
+def test_filtered_bc_trains_on_the_top_episodes_only(tmp_path):
+    """The learner's training data is cvl_data.top_episodes of the run's dataset."""
+    from cvl_data import DatasetSpec, DatasetWriter, open_dataset
+
+    spec = DatasetSpec("Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True)
+    with DatasetWriter(tmp_path / "ds", spec, durable=False) as writer:
+        for e, reward in enumerate([1.0, 5.0, 2.0, 9.0]):
+            writer.add_episode(
+                np.full((4, 5), e, np.float32),
+                np.zeros((3, 2), np.float32),
+                np.full(3, reward, np.float32),
+                terminated=np.zeros(3, bool),
+                truncated=np.array([False, False, True]),
+            )
+    dataset = open_dataset(tmp_path / "ds")
+    learner = tiny_learner("filtered_bc", top_fraction=0.5)
+    assert learner.training_source(dataset).episodes.tolist() == [1, 3]
+    assert tiny_learner("bc").training_source(dataset) is dataset

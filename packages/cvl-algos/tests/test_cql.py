@@ -24,6 +24,7 @@ from cvl_algos.cql import (
     CQLLearner,
     bc_warmstart_actor_loss,
     cql_critic_loss,
+    cql_lagrange_loss,
     cql_regularizer,
 )
 
@@ -201,3 +202,37 @@ def test_stop_and_resume_across_warm_start_switch(tmp_path):
     assert_learners_equal(straight, resumed)
     obs = batches[0].obs.numpy()
     np.testing.assert_array_equal(straight.act(obs), resumed.act(obs))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    log_alpha=st.floats(-3, 3),
+    regularizer=st.floats(-50, 50),
+    gap=st.floats(0, 20),
+)
+def test_lagrange_multiplier_rises_while_the_gap_is_exceeded(log_alpha, regularizer, gap):
+    """d loss / d log alpha' = -alpha' (R/2 - tau): gradient descent raises alpha' iff R/2 > tau."""
+    param = torch.tensor(log_alpha, requires_grad=True)
+    loss, metrics = cql_lagrange_loss(param, torch.tensor(regularizer), gap)
+    loss.backward()
+    expected = -math.exp(log_alpha) * (0.5 * regularizer - gap)
+    torch.testing.assert_close(param.grad, torch.tensor(expected), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(metrics["cql_alpha_prime"], torch.tensor(math.exp(log_alpha)))
+
+
+def test_lagrange_learner_tunes_its_weight_and_resumes(tmp_path):
+    batches = [make_transition_batch(i) for i in range(6)]
+    kwargs = dict(seed=5, policy_eval_start=2, cql_lagrange=True, cql_target_action_gap=1e3)
+    straight = tiny_learner("cql", **kwargs)
+    weights = [straight.update(b)["cql_alpha_prime"] for b in batches]
+    assert weights[-1] < weights[0]  # a generous gap is never exceeded: the weight shrinks
+    first = tiny_learner("cql", **kwargs)
+    for b in batches[:3]:
+        first.update(b)
+    first.save(tmp_path / "ck")
+    resumed = CQLLearner.load(tmp_path / "ck")
+    assert "log_alpha_prime" in resumed.state_modules()
+    for b in batches[3:]:
+        resumed.update(b)
+    assert_learners_equal(straight, resumed)
+    assert "log_alpha_prime" not in tiny_learner("cql").state_modules()

@@ -26,6 +26,8 @@ EXPECTED = {
     "cql_uds": ("CQLUDSLearner", "transition"),
     "cvl": ("CVLLearner", "contrastive"),
     "cvl_mc": ("CVLMCLearner", "contrastive"),
+    "iql": ("IQLLearner", "transition"),
+    "filtered_bc": ("FilteredBCLearner", "transition"),
 }
 
 
@@ -48,7 +50,7 @@ def test_make_learner_follows_protocol(name):
     assert getattr(cvl_algos, cls_name) is type(learner)
 
 
-@pytest.mark.parametrize("name", ["bc", "sac", "cql", "cql_uds"])
+@pytest.mark.parametrize("name", ["bc", "filtered_bc", "sac", "cql", "cql_uds", "iql"])
 def test_load_learner_dispatches_on_saved_name(tmp_path, name):
     learner = make_learner(name, (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
     learner.update(make_transition_batch(0))

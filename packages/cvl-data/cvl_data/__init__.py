@@ -18,6 +18,7 @@ from cvl_data.reader import Dataset, open_dataset
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
 from cvl_data.source import EpisodeSource
 from cvl_data.spec import DatasetSpec
+from cvl_data.subset import EpisodeSubset, episode_returns, select_episodes, top_episodes
 from cvl_data.tasks import related_tasks, task_domain
 from cvl_data.views import RelabelledView, reward_free, union_with_shared, zero_reward
 from cvl_data.writer import DatasetWriter
@@ -32,12 +33,14 @@ __all__ = [
     "DatasetSpec",
     "DatasetWriter",
     "EpisodeSource",
+    "EpisodeSubset",
     "RelabelledView",
     "TransitionBatch",
     "TransitionSampler",
     "__version__",
     "concat_datasets",
     "convert",
+    "episode_returns",
     "export_minari",
     "export_npz",
     "import_d4rl",
@@ -46,7 +49,9 @@ __all__ = [
     "related_tasks",
     "reward_free",
     "sample_truncated_geometric",
+    "select_episodes",
     "task_domain",
+    "top_episodes",
     "truncated_geometric_pmf",
     "union_with_shared",
     "zero_reward",

@@ -61,6 +61,14 @@ class Dataset:
     def task_names(self) -> tuple[str, ...]:
         return (self.spec.task,)
 
+    @property
+    def episode_info(self) -> tuple[dict[str, Any], ...]:
+        """Per-episode facts the writer was given (``add_episode(info=...)``); ``{}`` each if none."""
+        info = self.meta.get("episode_info")
+        if info is None:
+            return ({},) * self.num_episodes
+        return tuple(info)
+
     def chunks(self, field: str) -> Iterator[np.ndarray]:
         """The field as consecutive blocks (one here); see `cvl_data.source.EpisodeSource`."""
         array = getattr(self, field)
@@ -202,6 +210,16 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = False) -> Dataset:
         if name in arrays:
             check_finite(arrays[name], label(name))
     check_action_bounds(arrays["actions"], spec, label("actions"))
+    info = meta.get("episode_info")
+    if info is not None and (
+        not isinstance(info, list)
+        or len(info) != meta["num_episodes"]
+        or not all(isinstance(i, dict) for i in info)
+    ):
+        raise DatasetError(
+            f"{path / META_FILE} (field 'episode_info'): expected a list of "
+            f"{meta['num_episodes']} dicts, one per episode"
+        )
     return Dataset(
         path=path,
         spec=spec,

@@ -46,6 +46,18 @@ def _same_except_provenance(a: DatasetSpec, b: DatasetSpec) -> list[str]:
     ]
 
 
+def _json_info(info: dict[str, Any] | None, where: Path, episode: int) -> dict[str, Any]:
+    """``info`` as a plain JSON dict (a copy), or a `DatasetError` naming the episode."""
+    if info is None:
+        return {}
+    if not isinstance(info, dict):
+        raise DatasetError(f"{where}: episode {episode} info must be a dict, got {type(info)}")
+    try:
+        return json.loads(json.dumps(info, allow_nan=False))
+    except (TypeError, ValueError) as error:
+        raise DatasetError(f"{where}: episode {episode} info is not JSON-able ({error})") from None
+
+
 class DatasetWriter:
     """Append episodes to a new dataset folder; usable as a context manager.
 
@@ -77,6 +89,7 @@ class DatasetWriter:
         self._files: dict[str, BinaryIO] = {}
         self._num_episodes = 0
         self._num_steps = 0
+        self._episode_info: list[dict[str, Any]] = []
         self._finished = False
         if self.path.exists():
             raise DatasetError(f"{self.path}: already exists; a writer never overwrites a dataset")
@@ -112,6 +125,7 @@ class DatasetWriter:
             "spec": self.spec.to_json(),
             "num_episodes": self._num_episodes,
             "num_steps": self._num_steps,
+            "episode_info": self._episode_info,
         }
 
     # ------------------------------------------------------------ start/resume
@@ -160,6 +174,12 @@ class DatasetWriter:
         self._layouts = field_layouts(stored)
         self._num_episodes = int(progress["num_episodes"])
         self._num_steps = int(progress["num_steps"])
+        self._episode_info = list(progress.get("episode_info") or [{}] * self._num_episodes)
+        if len(self._episode_info) != self._num_episodes:
+            raise DatasetError(
+                f"{source} (field 'episode_info'): {len(self._episode_info)} entries for "
+                f"{self._num_episodes} committed episodes; the partial dataset is corrupt"
+            )
         for name, layout in self._layouts.items():
             file = self._partial / layout.file
             need = self._committed_bytes(name)
@@ -198,6 +218,7 @@ class DatasetWriter:
         rewards: object | None = None,
         terminated: object = None,
         truncated: object = None,
+        info: dict[str, Any] | None = None,
     ) -> None:
         """Append and commit one episode of ``T >= 1`` steps.
 
@@ -209,9 +230,13 @@ class DatasetWriter:
                 False.
             terminated: ``(T,)`` booleans (required).
             truncated: ``(T,)`` booleans (required).
+            info: optional JSON-able facts about the episode (e.g. which behaviour produced
+                it, whether it succeeded); kept in ``meta.json``'s ``episode_info`` list, read
+                back as `Dataset.episode_info`.
         """
         if self._finished or not self._files:
             raise DatasetError(f"{self._partial}: writer is closed")
+        info = _json_info(info, self._partial, self._num_episodes)
         arrays = coerce_episode(self.spec, observations, actions, rewards, terminated, truncated)
         T = len(arrays["actions"])
         arrays["episode_offsets"] = np.array([self._num_steps + T], dtype=np.int64)
@@ -225,6 +250,7 @@ class DatasetWriter:
             raise
         self._num_episodes += 1
         self._num_steps += T
+        self._episode_info.append(info)
         # Data is synced before the journal names it; the journal's own rename need not be.
         write_json_atomic(self._partial / PROGRESS_FILE, self._progress(), self.durable, False)
 
@@ -256,6 +282,8 @@ class DatasetWriter:
         self.close()
         created = datetime.now(UTC).isoformat(timespec="seconds")
         meta = build_meta(self.spec, self._num_steps, self._num_episodes, self._partial, created)
+        if any(self._episode_info):
+            meta["episode_info"] = self._episode_info
         write_json_atomic(self._partial / META_FILE, meta, self.durable)
         (self._partial / PROGRESS_FILE).unlink()
         self._sync_dir(self._partial)

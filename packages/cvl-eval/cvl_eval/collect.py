@@ -157,8 +157,11 @@ def dataset_spec(
     )
 
 
-def write_episode(writer, episode: Episode, obs_kind: str = "state") -> None:
-    """Append ``episode`` to a `cvl_data.DatasetWriter` (states or frames as observations)."""
+def write_episode(
+    writer, episode: Episode, obs_kind: str = "state", info: dict[str, Any] | None = None
+) -> None:
+    """Append ``episode`` to a `cvl_data.DatasetWriter` (states or frames as observations),
+    with optional per-episode ``info`` (see ``DatasetWriter.add_episode``)."""
     if obs_kind == "pixels" and episode.frames is None:
         raise ValueError("the episode has no frames to write as pixel observations")
     observations = episode.frames if obs_kind == "pixels" else episode.states
@@ -168,6 +171,7 @@ def write_episode(writer, episode: Episode, obs_kind: str = "state") -> None:
         episode.rewards if writer.spec.has_rewards else None,
         terminated=episode.terminated,
         truncated=episode.truncated,
+        info=info,
     )
 
 

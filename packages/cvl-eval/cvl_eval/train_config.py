@@ -12,10 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-OFFLINE_ALGORITHMS: tuple[str, ...] = ("bc", "cql", "cql_uds", "cvl", "cvl_mc")
+OFFLINE_ALGORITHMS: tuple[str, ...] = ("bc", "filtered_bc", "cql", "cql_uds", "cvl", "cvl_mc", "iql")
 """Algorithms `train` runs (every name of ``cvl_algos.ALGORITHMS`` except the online ``sac``)."""
 
-NEEDS_REWARDS = {"bc": False, "cql": True, "cql_uds": True, "cvl": True, "cvl_mc": True}
+NEEDS_REWARDS = {"bc": False, "filtered_bc": True, "cql": True, "cql_uds": True, "cvl": True, "cvl_mc": True, "iql": True}
 """Whether the target dataset must carry rewards (BC never reads them)."""
 
 PRETRAINABLE = ("cvl", "cvl_mc", "cql_uds")

@@ -86,6 +86,8 @@ class Plan:
         for index, (name, source) in enumerate(sources.items()):
             if source is None:
                 continue
+            if name == "train":
+                source = learner.training_source(source)
             sampler_seed = int(np.random.SeedSequence([seed, 0x5A, index]).generate_state(1)[0])
             if learner.sampler_kind == "contrastive":
                 samplers[name] = ContrastiveSampler(

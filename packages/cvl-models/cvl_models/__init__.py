@@ -9,7 +9,7 @@ from cvl_models.encoder import FlatEncoder, make_encoder
 from cvl_models.impala import ImpalaEncoder
 from cvl_models.mlp import DenseMLP
 from cvl_models.policy import TanhGaussianPolicy
-from cvl_models.q import QNetwork, TwinQ
+from cvl_models.q import QNetwork, TwinQ, ValueNetwork
 from cvl_models.rff import RandomFourierFeatures
 
 __version__ = "0.1.0"
@@ -25,6 +25,7 @@ __all__ = [
     "StateEmbedding",
     "TanhGaussianPolicy",
     "TwinQ",
+    "ValueNetwork",
     "l2_normalize",
     "make_encoder",
 ]

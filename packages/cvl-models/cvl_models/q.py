@@ -22,7 +22,7 @@ from cvl_models._checks import check_same_batch, check_trailing
 from cvl_models.encoder import make_encoder
 from cvl_models.mlp import DenseMLP
 
-__all__ = ["QNetwork", "TwinQ"]
+__all__ = ["QNetwork", "TwinQ", "ValueNetwork"]
 
 
 class QNetwork(nn.Module):
@@ -94,3 +94,21 @@ class TwinQ(nn.Module):
     def many(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both heads for N actions per state, each ``(N, B)`` (`QNetwork.many`)."""
         return self.q1.many(obs, actions), self.q2.many(obs, actions)
+
+
+class ValueNetwork(nn.Module):
+    """State value ``V(s)``: ``(*batch, *obs_shape) -> (*batch,)`` (IQL's expectile value).
+
+    An encoder (identity for states, IMPALA for pixels) and a DenseNet MLP with one output, the
+    same architecture as a `QNetwork` without the action input.
+    """
+
+    def __init__(self, obs_shape: Sequence[int], hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.encoder = make_encoder(self.obs_shape)
+        self.mlp = DenseMLP(self.encoder.out_dim, 1, hidden)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        check_trailing(obs, self.obs_shape, "V obs")
+        return rearrange(self.mlp(self.encoder(obs)), "... 1 -> ...")

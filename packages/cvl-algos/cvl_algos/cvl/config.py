@@ -69,6 +69,14 @@ class CVLConfig:
     normalize_q: bool = False
     """Divide Q by its detached per-batch mean |Q| in the policy loss (TD3+BC style; an
     ablation switch, not in the paper)."""
+    policy_extraction: Literal["kl", "awr"] = "kl"
+    """"kl": the paper's eq. 13-15 (reparameterised samples maximise Q, plus lambda_bc BC);
+    "awr": advantage-weighted regression on dataset actions (`awr_policy_loss`; not in the
+    paper), weights exp(awr_beta * z) with z the batch-standardised advantage."""
+    awr_beta: float = 1.0
+    """Inverse temperature of the AWR weights on standardised advantages (not in the paper)."""
+    awr_max_weight: float = 100.0
+    """Clip of the AWR weights (not in the paper; IQL's reference value)."""
     log_std_min: float = -5.0
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
@@ -100,6 +108,10 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.policy_extraction not in ("kl", "awr"):
+            raise ValueError(
+                f"policy_extraction must be 'kl' or 'awr', got {self.policy_extraction!r}"
+            )
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
 

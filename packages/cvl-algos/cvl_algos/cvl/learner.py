@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from cvl_algos.common import LearnerBase, metrics_to_floats, polyak_update
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
-from cvl_algos.cvl.losses import contrastive_critic_loss, policy_loss
+from cvl_algos.cvl.losses import awr_policy_loss, contrastive_critic_loss, policy_loss
 from cvl_algos.cvl.q import (
     direct_q_fn,
     q_direct_from_latents,
@@ -105,6 +105,7 @@ class CVLLearner(LearnerBase):
         self.policy_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
         self._policy_loss = self.maybe_compile(policy_loss)
+        self._awr_loss = self.maybe_compile(awr_policy_loss)
 
     # -- checkpoint contents ----------------------------------------------------------------------
 
@@ -151,16 +152,26 @@ class CVLLearner(LearnerBase):
             q_fn = rff_q_fn(self.critic, self.rff, self.xi_state.xi, cfg.discount)
         else:
             q_fn = direct_q_fn(self.critic, psi_future, batch.reward_future, cfg.discount)
-        loss, metrics = self._policy_loss(
-            self.policy,
-            q_fn,
-            batch,
-            num_action_samples=cfg.num_action_samples,
-            alpha=cfg.alpha,
-            lambda_bc=cfg.lambda_bc,
-            tau_bc=cfg.tau_bc,
-            normalize_q=cfg.normalize_q,
-        )
+        if cfg.policy_extraction == "awr":
+            loss, metrics = self._awr_loss(
+                self.policy,
+                q_fn,
+                batch,
+                num_action_samples=cfg.num_action_samples,
+                beta=cfg.awr_beta,
+                max_weight=cfg.awr_max_weight,
+            )
+        else:
+            loss, metrics = self._policy_loss(
+                self.policy,
+                q_fn,
+                batch,
+                num_action_samples=cfg.num_action_samples,
+                alpha=cfg.alpha,
+                lambda_bc=cfg.lambda_bc,
+                tau_bc=cfg.tau_bc,
+                normalize_q=cfg.normalize_q,
+            )
         metrics["policy_grad_norm"] = self.clip_and_step(self.policy_opt, loss, self.policy)
         return metrics
 

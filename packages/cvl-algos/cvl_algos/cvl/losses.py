@@ -131,3 +131,64 @@ def policy_loss(
         "q_abs_mean": q.detach().abs().mean(),
     }
     return loss, metrics
+
+
+def standardized_advantage(q_data: Tensor, q_pi: Tensor, eps: float = 1e-6) -> Tensor:
+    """Relative advantage ``(Q(s, a) - V(s)) / |V(s)|``, ``V(s) = mean_n Q(s, a_n)``
+    (``a_n ~ pi``), z-scored over the batch: (B,) from ``q_data`` (B,) and ``q_pi`` (N, B).
+
+    Q_NCE is Q only up to a positive scale (lemma 2), and with a sharp critic (low temperature)
+    its magnitude varies by orders of magnitude between states; dividing by ``|V(s)|`` makes
+    advantages comparable across states and z-scoring makes ``beta`` mean the same on every
+    task and critic.
+    """
+    assert q_pi.ndim == 2 and q_pi.shape[1:] == q_data.shape, (q_pi.shape, q_data.shape)
+    value = reduce(q_pi, "n b -> b", "mean")
+    scale = value.abs().clamp_min(eps * value.abs().mean().clamp_min(eps))
+    relative = (q_data - value) / scale
+    centred = relative - relative.mean()
+    return centred / centred.std(correction=0).clamp_min(eps)
+
+
+def awr_policy_loss(
+    policy: nn.Module,
+    q_fn: QFn,
+    batch: Any,
+    *,
+    num_action_samples: int = 10,
+    beta: float = 1.0,
+    max_weight: float = 100.0,
+) -> tuple[Tensor, dict]:
+    """Advantage-weighted regression on the dataset's actions, with Q from the CVL critic.
+
+    ``L = -sum_i w_i log pi(a_i|s_i) / sum_i w_i``, ``w_i = min(exp(beta z_i), max_weight)``
+    with ``z`` the `standardized_advantage` of the data action against ``N_a`` samples of the
+    current policy (detached: only the policy's likelihood gets gradients). Not in the paper:
+    its extraction is the KL form of eq. 13-15 (`policy_loss`); this is the standard one-step
+    extraction (AWR, Peng et al. 2019; IQL eq. 7), offered as ``policy_extraction="awr"``.
+    """
+    obs_t, action_t = batch.obs_t, batch.action_t
+    assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
+        obs_t.shape,
+        action_t.shape,
+    )
+    with torch.no_grad():
+        actions_pi, _ = policy.sample(obs_t, num_samples=num_action_samples)
+        q_pi = q_fn(obs_t, actions_pi)
+        q_data = q_fn(obs_t, action_t.unsqueeze(0))[0]
+        z = standardized_advantage(q_data, q_pi)
+        weight = torch.exp(beta * z).clamp(max=max_weight)
+    log_prob_data = policy.log_prob(obs_t, action_t)
+    assert log_prob_data.shape == weight.shape, (log_prob_data.shape, weight.shape)
+    loss = -(weight * log_prob_data).sum() / weight.sum()
+    metrics = {
+        "policy_loss": loss.detach(),
+        "policy_log_prob_data": log_prob_data.detach().mean(),
+        "awr_weight_max_share": (weight.max() / weight.sum()),
+        "awr_weight_clipped": (weight >= max_weight).float().mean(),
+        "q_mean": q_data.mean(),
+        "q_std": q_data.std(),
+        "q_abs_mean": q_data.abs().mean(),
+        "advantage_raw_std": (q_data - q_pi.mean(dim=0)).std(),
+    }
+    return loss, metrics
