@@ -6,7 +6,15 @@ Learner classes and configs are importable from here too; they load on first acc
 """
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
+from cvl_algos.checkpoint import (
+    CheckpointError,
+    CheckpointWarning,
+    load_checkpoint,
+    read_checkpoint_json,
+    read_checkpoint_state,
+    save_checkpoint,
+    verify_checkpoint,
+)
 from cvl_algos.registry import (
     ALGORITHMS,
     learner_class,
@@ -42,6 +50,8 @@ __all__ = [
     "ALGORITHMS",
     "BCConfig",
     "BCLearner",
+    "CheckpointError",
+    "CheckpointWarning",
     "CQLConfig",
     "CQLLearner",
     "CQLUDSConfig",
@@ -62,10 +72,12 @@ __all__ = [
     "load_learner",
     "make_learner",
     "offline_algorithms",
+    "read_checkpoint_json",
     "read_checkpoint_state",
     "register",
     "save_checkpoint",
     "uds_datasets",
+    "verify_checkpoint",
 ]
 
 

@@ -39,7 +39,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from cvl_algos.checkpoint import load_checkpoint, read_checkpoint_state, save_checkpoint
+from cvl_algos.checkpoint import (
+    STATE_FILE,
+    CheckpointError,
+    load_checkpoint,
+    read_checkpoint_state,
+    save_checkpoint,
+)
 from cvl_algos.common import config_from_dict, config_to_dict, metrics_to_floats, optimizer_step
 
 __all__ = ["LearnerBase", "PretrainingKind", "SamplerKind", "TrainingData"]
@@ -254,15 +260,57 @@ class LearnerBase:
             "extra": self.extra_state(),
         }
 
-    def save(self, dir: str | Path) -> Path:
-        """Save modules, optimizers, config, step and RNG states (safetensors + JSON)."""
+    def save(self, dir: str | Path, extra_files: dict[str, Any] | None = None) -> Path:
+        """Save modules, optimizers, config, step and RNG states (safetensors + JSON, checksummed).
+
+        ``extra_files`` (``name.json`` -> JSON-able) are saved and checksummed with them; read
+        them back with `cvl_algos.checkpoint.read_checkpoint_json`.
+        """
         return save_checkpoint(
             dir,
             self.state_modules(),
             self.state_optimizers(),
             self.checkpoint_state(),
             generators=self.generators(),
+            extra_files=extra_files,
         )
+
+    @classmethod
+    def _from_checkpoint_state(
+        cls, state: dict[str, Any], file: Path, device: str | torch.device
+    ) -> LearnerBase:
+        """A fresh learner built from a checkpoint's ``state`` (class, config, shapes, seed)."""
+        name = state.get("algorithm")
+        if name is not None and cls.name == name:
+            learner_cls = cls
+        else:
+            learner_cls = _saved_class(str(state.get("learner_class", "")))
+        if learner_cls is None:
+            raise CheckpointError(
+                f"{file} (fields 'algorithm', 'learner_class'): cannot import the learner class "
+                f"{state.get('learner_class')!r} of algorithm {name!r}"
+            )
+        if not isinstance(learner_cls, type) or not issubclass(learner_cls, cls):
+            raise CheckpointError(
+                f"{file} (field 'algorithm'): holds a {getattr(learner_cls, '__name__', learner_cls)}"
+                f" ({name!r}), not a {cls.__name__}"
+            )
+        try:
+            config = config_from_dict(learner_cls.config_cls, state["config"])
+            return learner_cls(
+                obs_shape=tuple(state["obs_shape"]),
+                action_dim=state["action_dim"],
+                config=config,
+                device=device,
+                seed=state["seed"],
+            )
+        except KeyError as error:
+            raise CheckpointError(f"{file}: missing field {error}") from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise CheckpointError(
+                f"{file} (fields 'config', 'obs_shape', 'action_dim', 'seed'): do not build a "
+                f"{learner_cls.__name__} ({error})"
+            ) from None
 
     @classmethod
     def load(
@@ -274,22 +322,14 @@ class LearnerBase:
         the checkpoint names (``learner_class``, imported by its module path), so
         ``LearnerBase.load`` works for any learner; it must be ``cls`` or a subclass of it.
         `cvl_algos.registry.load_learner` starts from the class registered under the saved name.
+        Any problem (files, checksums, class, config, shapes) raises one `CheckpointError`
+        naming the file.
         """
+        file = Path(dir) / STATE_FILE
         state = read_checkpoint_state(dir)
-        name = state["algorithm"]
-        learner_cls = cls if cls.name == name else _saved_class(state["learner_class"])
-        if learner_cls is None:
-            raise ValueError(f"checkpoint of an unimportable learner class ({name!r}) at {dir}")
-        if not issubclass(learner_cls, cls):
-            raise TypeError(f"{cls.__name__}.load: {dir} holds a {learner_cls.__name__} ({name!r})")
-        config = config_from_dict(learner_cls.config_cls, state["config"])
-        learner = learner_cls(
-            obs_shape=tuple(state["obs_shape"]),
-            action_dim=state["action_dim"],
-            config=config,
-            device=device,
-            seed=state["seed"],
-        )
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{file} (field 'state'): expected an object")
+        learner = cls._from_checkpoint_state(state, file, device)
         load_checkpoint(
             dir,
             learner.state_modules(),
@@ -298,8 +338,14 @@ class LearnerBase:
             generators=learner.generators(),
             restore_global_rng=restore_global_rng,
         )
-        learner.step = int(state["step"])
-        learner.load_extra_state(state["extra"])
+        step = state.get("step")
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise CheckpointError(f"{file} (field 'step'): expected an int >= 0, got {step!r}")
+        learner.step = step
+        try:
+            learner.load_extra_state(state["extra"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as error:
+            raise CheckpointError(f"{file} (field 'extra'): does not fit ({error})") from None
         return learner
 
 

@@ -1,26 +1,32 @@
-"""Pickle-free checkpoints: tensors in safetensors, everything else in JSON.
+"""Pickle-free checkpoints: tensors in safetensors, everything else in JSON, all checksummed.
 
-A checkpoint is a directory holding two files:
+A checkpoint is a directory holding:
 
 - ``tensors.safetensors``: every tensor: module ``state_dict`` entries (``module/<name>/<key>``),
   optimizer tensor state such as Adam's ``exp_avg`` and ``step`` (``optim/<name>/...``), and the
   byte states of RNGs (``rng/...``, ``generator/<name>``) as uint8 tensors.
 - ``state.json``: the caller's JSON-able ``state`` (config, step counters, ...), the optimizers'
   non-tensor structure (param groups, hyperparameters), numpy and python ``random`` states.
+- ``checksums.json``: the sha256 and size of every other file, verified before anything is
+  parsed (`cvl_algos.checkpoint_files`: what a checkpoint without it, from before, does).
+- optionally, JSON files the caller adds (``extra_files``, e.g. a trainer's state), covered by
+  the checksums and written atomically with the rest.
 
-Nested Python structures are encoded to JSON with tagged nodes: ``{"__tensor__": key}`` points
-into the safetensors file, ``{"__tuple__": [...]}`` keeps tuples apart from lists,
-``{"__items__": [[k, v], ...]}`` keeps dicts with non-string keys (optimizer state uses int keys)
-and ``{"__ndarray__": base64, ...}`` holds numpy arrays. Loading never unpickles and never calls
-``torch.load``.
+Nested Python structures are encoded to JSON with tagged nodes (`cvl_algos.checkpoint_codec`).
+Loading never unpickles and never calls ``torch.load``.
 
 Writes are atomic: everything goes to a temporary sibling directory which is then renamed onto
 ``dir`` (an existing checkpoint there is replaced only after the new one is complete).
+
+Every problem on load (missing or truncated files, checksum mismatches, invalid JSON or
+safetensors, tensors that do not fit the modules, optimizers or generators given) raises one
+`CheckpointError` naming the file and what is wrong. `verify_checkpoint(dir)` runs every check a
+load would, without touching any object.
 """
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import os
 import random
@@ -31,85 +37,39 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
+
+from cvl_algos.checkpoint_codec import decode, encode
+from cvl_algos.checkpoint_files import (
+    MANIFEST_FILE,
+    CheckpointError,
+    CheckpointWarning,
+    read_json,
+    read_tensors,
+    verify_files,
+    write_manifest,
+)
 
 FORMAT_VERSION = 1
 TENSORS_FILE = "tensors.safetensors"
 STATE_FILE = "state.json"
 
+REQUIRED_FILES = (STATE_FILE, TENSORS_FILE)
+DOCUMENT_FIELDS = ("modules", "optimizers", "generators", "rng", "state")
+
 __all__ = [
     "FORMAT_VERSION",
+    "CheckpointError",
+    "CheckpointWarning",
     "get_global_rng_state",
     "load_checkpoint",
+    "read_checkpoint_json",
     "read_checkpoint_state",
     "save_checkpoint",
     "set_global_rng_state",
+    "verify_checkpoint",
 ]
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint directory is missing, incomplete or inconsistent with the objects given."""
-
-
-# ----------------------------------------------------------------------------- encoding
-
-
-def _encode(obj: Any, key: str, tensors: dict[str, torch.Tensor]) -> Any:
-    """Encode ``obj`` as JSON-able data; tensors go to ``tensors`` under names derived from ``key``."""
-    if isinstance(obj, torch.Tensor):
-        tensors[key] = obj.detach().to("cpu").contiguous().clone()
-        return {"__tensor__": key}
-    if isinstance(obj, np.ndarray):
-        data = np.ascontiguousarray(obj)
-        return {
-            "__ndarray__": base64.b64encode(data.tobytes()).decode("ascii"),
-            "dtype": data.dtype.str,
-            "shape": list(data.shape),
-        }
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, bytes):
-        return {"__bytes__": base64.b64encode(obj).decode("ascii")}
-    if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(v, f"{key}/{i}", tensors) for i, v in enumerate(obj)]}
-    if isinstance(obj, list):
-        return [_encode(v, f"{key}/{i}", tensors) for i, v in enumerate(obj)]
-    if isinstance(obj, dict):
-        if all(isinstance(k, str) for k in obj):
-            return {k: _encode(v, f"{key}/{k}", tensors) for k, v in obj.items()}
-        items = []
-        for k, v in obj.items():
-            if not isinstance(k, (str, int)):
-                raise TypeError(f"checkpoint: unsupported dict key {k!r} at {key}")
-            items.append([k, _encode(v, f"{key}/{k}", tensors)])
-        return {"__items__": items}
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    raise TypeError(f"checkpoint: cannot encode {type(obj).__name__} at {key} without pickling")
-
-
-def _decode(obj: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    """Inverse of :func:`_encode`."""
-    if isinstance(obj, list):
-        return [_decode(v, tensors) for v in obj]
-    if not isinstance(obj, dict):
-        return obj
-    if "__tensor__" in obj:
-        name = obj["__tensor__"]
-        if name not in tensors:
-            raise CheckpointError(f"checkpoint: tensor {name!r} missing from {TENSORS_FILE}")
-        return tensors[name]
-    if "__tuple__" in obj:
-        return tuple(_decode(v, tensors) for v in obj["__tuple__"])
-    if "__items__" in obj:
-        return {k: _decode(v, tensors) for k, v in obj["__items__"]}
-    if "__ndarray__" in obj:
-        raw = base64.b64decode(obj["__ndarray__"])
-        return np.frombuffer(raw, dtype=np.dtype(obj["dtype"])).reshape(obj["shape"]).copy()
-    if "__bytes__" in obj:
-        return base64.b64decode(obj["__bytes__"])
-    return {k: _decode(v, tensors) for k, v in obj.items()}
 
 
 # ----------------------------------------------------------------------------- RNG states
@@ -152,12 +112,29 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_files(
+    folder: Path, tensors: dict[str, torch.Tensor], document: dict, extra: dict[str, Any]
+) -> None:
+    """Write every file of a checkpoint into ``folder``, the manifest last, all fsynced."""
+    save_file(tensors, str(folder / TENSORS_FILE), metadata={"format": "cvl_algos"})
+    texts = {STATE_FILE: json.dumps(document, indent=1)}
+    texts.update({name: json.dumps(value, indent=1) for name, value in extra.items()})
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    write_manifest(folder, [TENSORS_FILE, *texts])
+    for name in (TENSORS_FILE, *texts, MANIFEST_FILE):
+        with open(folder / name, "rb+") as handle:
+            os.fsync(handle.fileno())
+    _fsync_dir(folder)
+
+
 def save_checkpoint(
     dir: str | os.PathLike,
     modules: dict[str, nn.Module],
     optimizers: dict[str, torch.optim.Optimizer],
     state: dict[str, Any],
     generators: dict[str, torch.Generator] | None = None,
+    extra_files: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``modules``, ``optimizers``, ``state`` and RNG states to ``dir`` atomically.
 
@@ -167,11 +144,18 @@ def save_checkpoint(
         optimizers: name -> optimizer; tensor state to safetensors, param groups to JSON.
         state: JSON-able dict (config, step, ...); tuples and tensors inside are allowed too.
         generators: name -> ``torch.Generator`` owned by the caller (e.g. a learner's RNG).
+        extra_files: file name (``*.json``) -> JSON-able value, written beside the others and
+            covered by the checksums (read back with :func:`read_checkpoint_json`).
 
     Returns:
         The checkpoint directory as a ``Path``.
     """
     target = Path(dir)
+    extra = dict(extra_files or {})
+    reserved = {STATE_FILE, TENSORS_FILE, MANIFEST_FILE}
+    bad = [n for n in extra if n in reserved or not n.endswith(".json") or "/" in n]
+    if bad:
+        raise ValueError(f"checkpoint: extra file names must be plain *.json, not {bad}")
     target.parent.mkdir(parents=True, exist_ok=True)
     tensors: dict[str, torch.Tensor] = {}
     for name, module in modules.items():
@@ -183,27 +167,20 @@ def save_checkpoint(
         "format_version": FORMAT_VERSION,
         "modules": sorted(modules),
         "optimizers": {
-            name: _encode(opt.state_dict(), f"optim/{name}", tensors)
+            name: encode(opt.state_dict(), f"optim/{name}", tensors)
             for name, opt in optimizers.items()
         },
         "generators": {
-            name: _encode(gen.get_state(), f"generator/{name}", tensors)
+            name: encode(gen.get_state(), f"generator/{name}", tensors)
             for name, gen in (generators or {}).items()
         },
-        "rng": _encode(get_global_rng_state(), "rng", tensors),
-        "state": _encode(state, "state", tensors),
+        "rng": encode(get_global_rng_state(), "rng", tensors),
+        "state": encode(state, "state", tensors),
     }
     tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        save_file(tensors, str(tmp / TENSORS_FILE), metadata={"format": "cvl_algos"})
-        with open(tmp / STATE_FILE, "w") as handle:
-            json.dump(document, handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with open(tmp / TENSORS_FILE, "rb+") as handle:
-            os.fsync(handle.fileno())
-        _fsync_dir(tmp)
+        _write_files(tmp, tensors, document, extra)
         old = None
         if target.exists():
             old = target.parent / f".{target.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -218,21 +195,93 @@ def save_checkpoint(
     return target
 
 
-def _read(dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def _read(dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor], bool]:
+    """(state.json document, tensors, whether checksums were verified), every check passed."""
     path = Path(dir)
-    if not (path / STATE_FILE).is_file() or not (path / TENSORS_FILE).is_file():
-        raise CheckpointError(f"no complete checkpoint at {path}")
-    with open(path / STATE_FILE) as handle:
-        document = json.load(handle)
+    verified = verify_files(path, REQUIRED_FILES)
+    state_file = path / STATE_FILE
+    document = read_json(state_file)
+    if not isinstance(document, dict):
+        raise CheckpointError(f"{state_file}: expected a JSON object")
     if document.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"unsupported checkpoint format {document.get('format_version')}")
-    return document, load_file(str(path / TENSORS_FILE), device="cpu")
+        raise CheckpointError(
+            f"{state_file} (field 'format_version'): {document.get('format_version')!r}, "
+            f"this cvl_algos reads version {FORMAT_VERSION}"
+        )
+    missing = [field for field in DOCUMENT_FIELDS if field not in document]
+    if missing:
+        raise CheckpointError(f"{state_file}: missing field(s) {missing}")
+    return document, read_tensors(path / TENSORS_FILE), verified
+
+
+def _decoded(document: dict, field: str, tensors: dict, dir: str | os.PathLike) -> Any:
+    """``document[field]`` decoded; a malformed node is a `CheckpointError` naming it."""
+    try:
+        return decode(document[field], tensors)
+    except CheckpointError as error:
+        raise CheckpointError(f"{Path(dir) / STATE_FILE} (field '{field}'): {error}") from None
+    except (KeyError, TypeError, ValueError, binascii.Error) as error:
+        raise CheckpointError(
+            f"{Path(dir) / STATE_FILE} (field '{field}'): malformed ({type(error).__name__}: "
+            f"{error})"
+        ) from None
+
+
+def verify_checkpoint(dir: str | os.PathLike) -> bool:
+    """Run every check a load would (files, checksums, JSON, safetensors, tensor references)
+    without touching any module, optimizer or RNG.
+
+    Returns:
+        True when the checksums were verified; False for a checkpoint written before checksums
+        existed (also warned with `CheckpointWarning`): it parsed, but a same-size corruption
+        would go unnoticed.
+
+    Raises:
+        CheckpointError: naming the file and what is wrong.
+    """
+    document, tensors, verified = _read(dir)
+    for field in DOCUMENT_FIELDS:
+        _decoded(document, field, tensors, dir)
+    return verified
+
+
+def read_checkpoint_json(dir: str | os.PathLike, name: str) -> Any:
+    """An extra JSON file saved with the checkpoint (``extra_files``), after verification."""
+    path = Path(dir)
+    verify_files(path, (*REQUIRED_FILES, name))
+    return read_json(path / name)
 
 
 def read_checkpoint_state(dir: str | os.PathLike) -> dict[str, Any]:
     """The caller ``state`` saved in ``dir``, without touching any module or RNG."""
-    document, tensors = _read(dir)
-    return _decode(document["state"], tensors)
+    document, tensors, _ = _read(dir)
+    return _decoded(document, "state", tensors, dir)
+
+
+def _restore(what: str, file: Path, restore: Any) -> None:
+    """Run ``restore()``; an error (shapes, keys, sizes) becomes a `CheckpointError`."""
+    try:
+        restore()
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{file}: {what} does not fit the saved state ({first})") from None
+
+
+def _check_module(name: str, module: nn.Module, saved: dict[str, torch.Tensor], file: Path) -> None:
+    """The saved tensors have exactly the module's keys and shapes (checked before loading)."""
+    expected = module.state_dict()
+    missing, unexpected = sorted(set(expected) - set(saved)), sorted(set(saved) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{file}: module '{name}' does not fit the saved tensors (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]}); wrong algorithm or architecture?"
+        )
+    for key, value in expected.items():
+        if tuple(saved[key].shape) != tuple(value.shape):
+            raise CheckpointError(
+                f"{file}: module '{name}' tensor '{key}' has shape {tuple(saved[key].shape)}, "
+                f"the module expects {tuple(value.shape)}"
+            )
 
 
 def load_checkpoint(
@@ -249,28 +298,47 @@ def load_checkpoint(
     state follows its parameters' device. Generators present in both the checkpoint and
     ``generators`` get their states back (a CUDA generator saved on a GPU machine is skipped when
     the caller has none). With ``restore_global_rng`` the torch/numpy/python global RNGs are
-    restored too.
+    restored too. Everything is verified and decoded before any object is touched.
 
     Returns:
         The ``state`` dict given to :func:`save_checkpoint`.
     """
-    document, tensors = _read(dir)
+    path = Path(dir)
+    document, tensors, _ = _read(path)
+    state_file, tensors_file = path / STATE_FILE, path / TENSORS_FILE
     if sorted(modules) != document["modules"]:
-        raise CheckpointError(f"modules {sorted(modules)} != saved {document['modules']}")
+        raise CheckpointError(
+            f"{state_file}: modules {document['modules']}, expected {sorted(modules)}"
+        )
     if sorted(optimizers) != sorted(document["optimizers"]):
         raise CheckpointError(
-            f"optimizers {sorted(optimizers)} != saved {sorted(document['optimizers'])}"
+            f"{state_file}: optimizers {sorted(document['optimizers'])}, expected {sorted(optimizers)}"
         )
+    decoded = {field: _decoded(document, field, tensors, path) for field in DOCUMENT_FIELDS}
+    saved = {}
     for name, module in modules.items():
         prefix = f"module/{name}/"
-        sub = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+        saved[name] = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+        _check_module(name, module, saved[name], tensors_file)
+    for name, module in modules.items():
+        sub = saved[name]
         module.to(device)
-        module.load_state_dict(sub, strict=True)
+        _restore(
+            f"module '{name}'",
+            tensors_file,
+            lambda m=module, s=sub: m.load_state_dict(s, strict=True),
+        )
     for name, opt in optimizers.items():
-        opt.load_state_dict(_decode(document["optimizers"][name], tensors))
+        state = decoded["optimizers"][name]
+        _restore(f"optimizer '{name}'", state_file, lambda o=opt, s=state: o.load_state_dict(s))
     for name, gen in (generators or {}).items():
-        if name in document["generators"]:
-            gen.set_state(_decode(document["generators"][name], tensors).to(torch.uint8))
+        if name in decoded["generators"]:
+            state = decoded["generators"][name]
+            _restore(
+                f"generator '{name}'",
+                tensors_file,
+                lambda g=gen, s=state: g.set_state(s.to(torch.uint8)),
+            )
     if restore_global_rng:
-        set_global_rng_state(_decode(document["rng"], tensors))
-    return _decode(document["state"], tensors)
+        _restore("the global RNG state", state_file, lambda: set_global_rng_state(decoded["rng"]))
+    return decoded["state"]

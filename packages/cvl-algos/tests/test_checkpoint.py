@@ -71,7 +71,11 @@ def test_files_are_safetensors_and_json_only(tmp_path):
     opt = torch.optim.Adam(net.parameters())
     _train(net, opt, 1, torch.Generator().manual_seed(0))
     out = save_checkpoint(tmp_path / "ck", {"net": net}, {"opt": opt}, {"config": {"a": (1, 2)}})
-    assert sorted(p.name for p in out.iterdir()) == ["state.json", "tensors.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checksums.json",
+        "state.json",
+        "tensors.safetensors",
+    ]
     json.loads((out / "state.json").read_text())  # plain JSON, no pickle
     assert read_checkpoint_state(out) == {"config": {"a": (1, 2)}}
     # overwriting replaces atomically and leaves no temp dirs behind

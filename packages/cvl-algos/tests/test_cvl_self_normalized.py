@@ -17,7 +17,9 @@ SETTINGS = settings(max_examples=20, deadline=None)
 
 
 def _unit(gen: torch.Generator, n: int, d: int) -> torch.Tensor:
-    return torch.nn.functional.normalize(torch.randn(n, d, generator=gen, dtype=torch.float64), dim=1)
+    return torch.nn.functional.normalize(
+        torch.randn(n, d, generator=gen, dtype=torch.float64), dim=1
+    )
 
 
 @SETTINGS

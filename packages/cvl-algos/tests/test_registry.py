@@ -8,7 +8,15 @@ import torch
 from conftest import ACTION_DIM, OBS_DIM, TINY, make_transition_batch  # pants: no-infer-dep
 
 import cvl_algos
-from cvl_algos import ALGORITHMS, LearnerBase, learner_class, load_learner, make_learner, register
+from cvl_algos import (
+    ALGORITHMS,
+    CheckpointError,
+    LearnerBase,
+    learner_class,
+    load_learner,
+    make_learner,
+    register,
+)
 from cvl_algos.bc import BCConfig, BCLearner
 
 EXPECTED = {
@@ -86,5 +94,7 @@ def test_load_checks_the_learner_class(tmp_path):
 
     make_learner("cql", (OBS_DIM,), ACTION_DIM, **TINY).save(tmp_path / "cql")
     assert type(SACLearner.load(tmp_path / "cql")) is CQLLearner  # a subclass is fine
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        CheckpointError, match=r"state\.json \(field 'algorithm'\): holds a CQLLearner"
+    ):
         BCLearner.load(tmp_path / "cql")

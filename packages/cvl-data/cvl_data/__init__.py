@@ -8,8 +8,12 @@ __version__ = "0.1.0"
 
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.concat import ConcatDataset, concat_datasets
+from cvl_data.convert import ConvertOptions, convert
+from cvl_data.d4rl import export_npz, import_d4rl
 from cvl_data.errors import DatasetError
 from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
+from cvl_data.minari_export import export_minari
+from cvl_data.minari_import import import_minari
 from cvl_data.peek import is_dataset, open_committed, read_spec
 from cvl_data.reader import Dataset, open_dataset
 from cvl_data.replay import ReplayBuffer
@@ -25,6 +29,7 @@ __all__ = [
     "ConcatDataset",
     "ContrastiveBatch",
     "ContrastiveSampler",
+    "ConvertOptions",
     "Dataset",
     "DatasetError",
     "DatasetSpec",
@@ -37,7 +42,12 @@ __all__ = [
     "TransitionSampler",
     "__version__",
     "concat_datasets",
+    "convert",
     "episode_returns",
+    "export_minari",
+    "export_npz",
+    "import_d4rl",
+    "import_minari",
     "is_dataset",
     "open_committed",
     "open_dataset",

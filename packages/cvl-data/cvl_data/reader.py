@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from cvl_data.checksums import verify_files
 from cvl_data.errors import DatasetError
 from cvl_data.layout import (
     FORMAT,
@@ -19,7 +20,6 @@ from cvl_data.layout import (
     PROGRESS_FILE,
     SCHEMA_VERSION,
     field_layouts,
-    file_sha256,
     partial_path,
 )
 from cvl_data.spec import DatasetSpec
@@ -186,15 +186,22 @@ def _load_field(path: Path, meta: dict[str, Any], spec: DatasetSpec, name: str) 
     return array
 
 
-def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
+def open_dataset(path: str | os.PathLike[str], verify: bool = False) -> Dataset:
     """Open and validate a finished dataset folder; arrays are read-only memory maps.
 
     Checks, each raising `DatasetError` naming the file and field: folder and ``meta.json``
     present, known schema version, not empty, every field file present with the declared
     dtype and a consistent length, episode offsets increasing from 0 to ``num_steps``, no NaN or
-    inf in observations, actions or rewards, actions inside the declared bounds, and (when
-    ``verify``) each file's sha256 against ``meta.json``. ``verify=False`` is the fast mode: it
-    skips only the checksums.
+    inf in observations, actions or rewards, actions inside the declared bounds, and each file's
+    sha256 against ``meta.json``.
+
+    Args:
+        path: the dataset folder.
+        verify: how checksums are checked (see `cvl_data.checksums`). ``False`` (default): hash
+            only the files that changed, or may have changed, since they were last verified
+            (a stamp, ``.verified.json``, remembers); any write to a file is caught, a same-size
+            bit flip included. ``True``: hash every file now (also catches damage that bypasses
+            the file system, e.g. bit rot on the medium).
     """
     path = Path(path)
     meta = read_meta(path)
@@ -207,14 +214,8 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = True) -> Dataset:
             f"has_rewards={spec.has_rewards}"
         )
     arrays = {name: _load_field(path, meta, spec, name) for name in layouts}
-    if verify:
-        for name, layout in layouts.items():
-            expected = meta["fields"][name].get("sha256")
-            if file_sha256(path / layout.file) != expected:
-                raise DatasetError(
-                    f"{path / layout.file} (field '{name}'): checksum mismatch with meta.json "
-                    "(file modified or corrupt)"
-                )
+    expected = {n: (f.file, meta["fields"][n].get("sha256")) for n, f in layouts.items()}
+    verify_files(path, expected, full=bool(verify))
 
     def label(name: str) -> str:
         return f"{path / layouts[name].file} (field '{name}')"

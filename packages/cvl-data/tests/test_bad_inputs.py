@@ -155,16 +155,17 @@ def test_non_boolean_flags(good):
     expect_error(good, str(good / "terminated.npy"), "field 'terminated'", "dtype int8")
 
 
-def test_checksum_mismatch_and_fast_mode(good):
+def test_checksum_mismatch_is_caught_by_default_and_by_the_full_check(good):
     rewards = np.array(np.load(good / "rewards.npy"))
     rewards[0] += 1.0
     rewrite(good, "rewards", rewards, restamp=False)
-    expect_error(good, str(good / "rewards.npy"), "field 'rewards'", "checksum mismatch")
-    assert open_dataset(good, verify=False).rewards[0] == rewards[0]  # fast mode skips checksums
+    for verify in (False, True):
+        message = expect_error(good, str(good / "rewards.npy"), "field 'rewards'", verify=verify)
+        assert "checksum mismatch" in message
 
 
-def test_fast_mode_still_catches_content_errors(good):
-    rewrite(good, "observations", np.full((15, 3), np.nan, np.float32), restamp=False)
+def test_content_errors_are_caught_behind_matching_checksums(good):
+    rewrite(good, "observations", np.full((15, 3), np.nan, np.float32))
     expect_error(good, str(good / "observations.npy"), "non-finite", verify=False)
 
 
