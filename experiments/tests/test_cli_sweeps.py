@@ -57,6 +57,30 @@ def test_paper_preset_runs_data_sweep_and_report(tmp_path):
     assert learner["hidden"] == [8, 8] and learner["lr"] == 1e-3
 
 
+def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp_path):
+    argv = [
+        "mixed", "--out-dir", str(tmp_path), "--tasks", "drawer-open", "--seeds", "0",
+        "--steps", "2", "--episodes", "4", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
+        "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1", "filtered_bc:top_fraction=0.5",
+        "--bootstrap-reps", "20", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    record = json.loads((tmp_path / "experiment.json").read_text())
+    assert record["budget"]["data_kind"] == "mixture"
+    sources = record["generation"]["drawer-open-v3"]["sources"]
+    assert sorted(sources) == ["expert", "expert:drawer-close", "expert:reach", "random"]
+    runs = sorted(p for p in os.listdir(tmp_path / "runs") if "." not in p)
+    assert runs == ["bc", "cql", "cvl", "cvl_mc", "filtered_bc", "iql"]
+    assert (tmp_path / "report" / "rliable" / "improvement.png").is_file()
+    text = (tmp_path / "report" / "rliable" / "rliable.json").read_text()
+    assert "probability_of_improvement" in text and "iql" in text
+    config = json.loads((tmp_path / "runs/cvl/drawer-open-v3/seed_0/config.json").read_text())
+    learner = config["learner_overrides"]  # the preset's mixed-data settings
+    assert learner["temperature"] == 0.1 and learner["self_normalized"] is True
+
+
 def test_paper_presets_resolve_to_the_documented_budgets():
     from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
 
@@ -73,6 +97,9 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert small.pretrain_steps == 1_000  # CQL+UDS's zero-reward pretraining, not 50k
     mine = resolve(PaperConfig(experiment="metaworld_states", hidden=(8, 8), batch_size=4))
     assert (mine["budget"].hidden, mine["budget"].batch_size) == ((8, 8), 4)
+    assert small.data_kind == "mixture"  # the mixed-quality suite; --full keeps SAC's data
+    mixed = resolve(PaperConfig(experiment="mixed"))["budget"]
+    assert len(mixed.tasks) >= 4 and len(mixed.seeds) >= 3 and mixed.data_kind == "mixture"
     pixels = resolve(PaperConfig(experiment="metaworld_pixels"))
     assert pixels["preset"].pixels and pixels["budget"].tasks == (
         "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",

@@ -11,6 +11,12 @@ episodes). Kinds:
   ``MountainCarContinuous-v0``, each with its environment's defaults (`cvl_eval.envs.defaults`:
   Mountain Car's warm-up actions are held for 25 steps). The final SAC is kept in
   ``<out_dir>/<task>.sac/``.
+- ``mixture``: whole episodes from named behaviour sources (``sources``; default the task's
+  mixture of the mixed-quality suite, `cvl_eval.datagen.mixed_suite`): the task's expert, other
+  tasks' experts in this task's environment, random actions, saved checkpoints
+  (`cvl_eval.datagen.behaviours`). The log holds each source's episodes, return and success.
+- ``curriculum``: a replay-like buffer; the task's expert with noise std and epsilon annealed
+  from ``curriculum_sigma[0]`` / ``curriculum_epsilon[0]`` (random-like) to ``[1]`` (expert).
 
 Every generation resumes where an interrupted one stopped; finished datasets are skipped.
 """
@@ -28,7 +34,7 @@ from cvl_data.jsonio import write_json_atomic
 from cvl_eval.envs.make import canonical_name, is_metaworld
 from cvl_eval.errors import ConfigError
 
-KINDS = ("scripted", "sac")
+KINDS = ("scripted", "sac", "mixture", "curriculum")
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,9 @@ class GenerateConfig:
     """Tasks: Meta-World names (with or without ``-v3``); ``MountainCarContinuous-v0`` (sac)."""
     out_dir: str = "data"
     """Data root: ``<out_dir>/<task>`` (and ``<out_dir>/pixels/<task>`` with ``pixels``)."""
-    kind: Literal["scripted", "sac"] = "scripted"
-    """``scripted`` (noisy scripted expert) or ``sac`` (the paper's SAC replay buffer)."""
+    kind: Literal["scripted", "sac", "mixture", "curriculum"] = "scripted"
+    """``scripted`` (noisy scripted expert), ``sac`` (the paper's SAC replay buffer), ``mixture``
+    (episodes of several behaviours, good and bad) or ``curriculum`` (annealed noisy expert)."""
     pixels: bool = False
     """Also write a pixel dataset (Meta-World; same episodes, rendered frames)."""
     image_size: int = 84
@@ -55,6 +62,14 @@ class GenerateConfig:
     """scripted: std of the Gaussian action noise."""
     epsilon: float = 0.1
     """scripted: probability of a uniform-random action."""
+    sources: tuple[str, ...] = ()
+    """mixture: behaviour sources ``KIND[:ARG][,sigma=S][,eps=E][,weight=W]``, e.g.
+    ``expert,weight=0.25 expert:drawer-close,weight=0.75``; empty: the task's default mixture
+    (`cvl_eval.datagen.mixed_suite.mixture_sources`)."""
+    curriculum_sigma: tuple[float, float] = (1.0, 0.3)
+    """curriculum: expert action-noise std of the first and the last episode."""
+    curriculum_epsilon: tuple[float, float] = (1.0, 0.1)
+    """curriculum: random-action probability of the first and the last episode."""
     frames: int = 500_000
     """sac: env steps per task = transitions in the dataset (paper: 500k)."""
     warmup_frames: int | None = None
@@ -79,11 +94,16 @@ def _check(config: GenerateConfig) -> list[str]:
             name = canonical_name(task)
         except ValueError as error:
             raise ConfigError(str(error)) from None
-        if not is_metaworld(name) and (config.kind == "scripted" or config.pixels):
+        if not is_metaworld(name) and (config.kind != "sac" or config.pixels):
             raise ConfigError(
                 f"{name}: scripted experts and pixel datasets exist for Meta-World tasks only; "
                 "use kind=sac without pixels"
             )
+        if config.kind in ("mixture", "curriculum"):
+            try:
+                behaviour_config(config, name)
+            except ValueError as error:
+                raise ConfigError(f"--sources / --curriculum-*: {error}") from None
         tasks.append(name)
     numbers = {
         "episodes": config.episodes,
@@ -127,12 +147,54 @@ def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
             entry["success_rate"] = sum(report.successes) / len(report.successes)
         if config.kind == "sac":
             entry["sac_dir"] = report.sac_dir
+        if config.kind in ("mixture", "curriculum"):
+            entry["sources"] = _source_table(state_path)
         log[task] = entry
         write_json_atomic(log_path, log)
     return {task: log[task] for task in tasks}
 
 
+def behaviour_config(config: GenerateConfig, task: str):
+    """The `BehaviourDataConfig` of ``task`` for the ``mixture`` / ``curriculum`` kinds."""
+    from cvl_eval.datagen.behaviours import BehaviourDataConfig
+    from cvl_eval.datagen.mixed_suite import mixture_sources
+
+    sources = config.sources
+    if config.kind == "mixture" and not sources:
+        sources = mixture_sources(task)
+    return BehaviourDataConfig(
+        task=task,
+        kind=config.kind,
+        num_episodes=config.episodes,
+        sources=tuple(sources) or ("expert",),
+        sigma=tuple(config.curriculum_sigma),
+        epsilon=tuple(config.curriculum_epsilon),
+        seed=config.seed,
+        max_steps=config.max_steps,
+        image_size=config.image_size,
+        camera=config.camera,
+    )
+
+
+def _source_table(state_path: Path) -> dict[str, dict[str, float]]:
+    from cvl_data import open_dataset
+    from cvl_eval.datagen.behaviours import format_source_table, source_table
+
+    table = source_table(open_dataset(state_path))
+    print(format_source_table(table), flush=True)
+    return table
+
+
 def _generate_one(config: GenerateConfig, task: str, state_path: Path, pixel_path: Path | None):
+    if config.kind in ("mixture", "curriculum"):
+        from cvl_eval.datagen.behaviours import generate_behaviour_dataset
+
+        return generate_behaviour_dataset(
+            state_path,
+            behaviour_config(config, task),
+            pixel_path=pixel_path,
+            progress=config.progress,
+        )
     if config.kind == "scripted":
         from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 

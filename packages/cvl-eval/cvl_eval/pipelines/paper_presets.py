@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
 from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, canonical_name
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES
@@ -44,7 +45,9 @@ STATE_SUBSET: tuple[str, ...] = (
     "reach",
     "window-open",
 )
-"""Default (subset) tasks of the Meta-World states experiment."""
+"""The states experiment's CPU subset before the mixed-quality suite (docs/results/
+metaworld-states: ``--tasks`` these ``--data-kind scripted --episodes 50``); the default budget
+now runs the suite's tasks (`MIXED_SUITE_TASKS`) on their mixtures."""
 
 PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
 """The paper's four image-based tasks (table 4)."""
@@ -56,7 +59,7 @@ class Budget:
 
     tasks: tuple[str, ...]
     seeds: tuple[int, ...]
-    data_kind: Literal["scripted", "sac"]
+    data_kind: Literal["scripted", "sac", "mixture"]
     episodes: int = 100
     frames: int = 500_000
     steps: int = 100_000
@@ -134,18 +137,46 @@ def _all_tasks() -> tuple[str, ...]:
 
 SEEDS5 = (0, 1, 2, 3, 4)
 
+MIXED_OVERRIDES: tuple[str, ...] = (
+    "cvl:temperature=0.1",
+    "cvl:self_normalized=true",
+    "cvl_mc:temperature=0.1",
+    "cvl_mc:self_normalized=true",
+    "cql:cql_num_samples=4",
+)
+"""The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (README "Mixed-quality data"):
+CVL's critic at temperature 0.1 with the self-normalised Q estimate (paper: temperature 1, Eq. 5
+without normalisation; both stay switches), measured on drawer-open's mixture: at temperature 1
+the critic's Q of the four sources was 524/502/452/449 against discounted returns-to-go
+688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation 8.4/5.3/1.2/1.7 (Spearman 0.83).
+CQL draws 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per state), a CPU
+budget choice."""
+
 PRESETS: dict[str, Preset] = {
+    "mixed": Preset(
+        "Mixed-quality Meta-World data (25% the task's noisy expert, 55% other tasks' experts, 20% "
+        "random): BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM "
+        "and probability of improvement.",
+        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
+        default=_cpu_budget(MIXED_SUITE_TASKS, (0, 1, 2), data_kind="mixture", episodes=100),
+        full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000),
+        overrides=MIXED_OVERRIDES,
+    ),
     "metaworld_states": Preset(
         "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
         "performance profile (paper fig. 2, table 3).",
         ("bc", "cql", "cql_uds", "cvl"),
-        default=_cpu_budget(STATE_SUBSET, (0, 1), pretrain_steps=1_000),
+        default=_cpu_budget(
+            MIXED_SUITE_TASKS, (0, 1), pretrain_steps=1_000, data_kind="mixture", episodes=100
+        ),
         full=Budget(("__all__",), SEEDS5, "sac"),
     ),
     "metaworld_pixels": Preset(
         "Meta-World from pixels (84x84, IMPALA encoder): BC, CQL, CVL on door-close, door-open, "
         "drawer-close, drawer-open (paper table 4).",
         ("bc", "cql", "cvl"),
+        # Noisy-expert data: the paper's closing tasks have no clean mixture (the reach expert
+        # closes the door 100% of the time; `cvl_eval.datagen.mixed_suite`).
         default=_cpu_budget(PIXEL_TASKS, (0,), episodes=20, steps=2_000, batch_size=64),
         full=Budget(PIXEL_TASKS, SEEDS5, "sac"),
         pixels=True,
@@ -161,7 +192,9 @@ PRESETS: dict[str, Preset] = {
     "rff_ablation": Preset(
         "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
         ("cvl", "cvl_mc"),
-        default=_cpu_budget(("drawer-open", "door-close", "reach"), (0, 1, 2)),
+        default=_cpu_budget(
+            ("drawer-open", "door-open", "reach"), (0, 1, 2), data_kind="mixture", episodes=100
+        ),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
     ),
     "mountain_car": Preset(
@@ -190,7 +223,12 @@ class PaperConfig:
     """One paper experiment; None fields take the preset's value (``full`` picks its budget)."""
 
     experiment: Literal[
-        "metaworld_states", "metaworld_pixels", "pretraining", "rff_ablation", "mountain_car"
+        "mixed",
+        "metaworld_states",
+        "metaworld_pixels",
+        "pretraining",
+        "rff_ablation",
+        "mountain_car",
     ] = "metaworld_states"
     """Which experiment (`PRESETS`)."""
     out_dir: str | None = None
@@ -203,8 +241,8 @@ class PaperConfig:
     """Override the preset's seeds."""
     steps: int | None = None
     """Override the gradient steps per run."""
-    data_kind: Literal["scripted", "sac"] | None = None
-    """Override the dataset kind (scripted noisy expert or SAC replay)."""
+    data_kind: Literal["scripted", "sac", "mixture"] | None = None
+    """Override the dataset kind (mixed-quality suite, scripted noisy expert or SAC replay)."""
     episodes: int | None = None
     """Override the scripted episodes per task."""
     frames: int | None = None
