@@ -78,7 +78,7 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert "probability_of_improvement" in text and "iql" in text
     config = json.loads((tmp_path / "runs/cvl/drawer-open-v3/seed_0/config.json").read_text())
     learner = config["learner_overrides"]  # the preset's mixed-data settings
-    assert learner["temperature"] == 0.1 and learner["self_normalized"] is True
+    assert learner["temperature"] == 1.0 and learner["self_normalized"] is True
 
 
 def test_paper_presets_resolve_to_the_documented_budgets():

@@ -38,6 +38,8 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
 
     assert json.loads((out / "summary.json").read_text()) == summary
     assert summary["dataset"]["episodes"] == 2 and summary["dataset"]["transitions"] == 1000
+    assert summary["dataset"]["kind"] == "mixture" and "Dataset by source:" in printed
+    assert sum(row["episodes"] for row in summary["dataset"]["sources"].values()) == 2
     assert set(summary["policies"]) == {"cvl", "bc", "random"}
     for policy in summary["policies"].values():
         assert policy["episodes"] == 2 and 0.0 <= policy["success"] <= 1.0
@@ -47,8 +49,10 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
     for name in ("summary", "learning_curves", "rliable_intervals", "table", "report"):
         assert os.path.isfile(summary["files"][name]), name
     table = (out / "report" / "table.md").read_text()
-    assert "| reach |" in table and "cvl" in table and "random" in table
-    for run in ("cvl", "bc"):
+    assert "| reach |" in table and "cvl_mc" in table and "random" in table
+    config = json.loads((out / "runs" / "cvl_mc" / "config.json").read_text())
+    assert config["learner_overrides"]["temperature"] == 0.1  # the mixed-data settings
+    for run in ("cvl_mc", "bc"):
         assert (out / "runs" / run / "final" / "tensors.safetensors").is_file()
         assert (out / "runs" / run / "progress.csv").is_file()
     # a second call finds every stage finished and only rewrites the report
@@ -63,6 +67,8 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
         ({"task": "MountainCarContinuous-v0"}, "runs on Meta-World tasks"),
         ({"steps": 0}, "steps must be >= 1"),
         ({"cvl_overrides": ("lambda_bd=1",)}, r"unknown learner config field\(s\) \['lambda_bd'\]"),
+        ({"task": "pick-place"}, "pick-place: no default mixture"),
+        ({"sources": ("teleport",)}, "--sources.*unknown kind 'teleport'"),
     ],
 )
 def test_bad_quickstart_flags_fail_before_any_work(tmp_path, changes, message):

@@ -138,17 +138,19 @@ def _all_tasks() -> tuple[str, ...]:
 SEEDS5 = (0, 1, 2, 3, 4)
 
 MIXED_OVERRIDES: tuple[str, ...] = (
-    "cvl:temperature=0.1",
     "cvl:self_normalized=true",
     "cvl_mc:temperature=0.1",
     "cvl_mc:self_normalized=true",
     "cql:cql_num_samples=4",
 )
 """The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (README "Mixed-quality data"):
-CVL's critic at temperature 0.1 with the self-normalised Q estimate (paper: temperature 1, Eq. 5
-without normalisation; both stay switches), measured on drawer-open's mixture: at temperature 1
-the critic's Q of the four sources was 524/502/452/449 against discounted returns-to-go
-688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation 8.4/5.3/1.2/1.7 (Spearman 0.83).
+the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without normalisation; a
+switch), and for CVL without RFF a critic at temperature 0.1 (paper: 1), measured on
+drawer-open's mixture: at temperature 1 the critic's Q of the four sources was 524/502/452/449
+against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation
+8.4/5.3/1.2/1.7 (Spearman 0.83). CVL with RFF keeps temperature 1: at 0.1 the kernel
+exp(phi.psi / 0.1) spans e^20 and 512 random features estimate it with noise far above its
+small values (Q reached -1e11 within 100 updates).
 CQL draws 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per state), a CPU
 budget choice."""
 

@@ -1,9 +1,12 @@
-"""The quickstart: one Meta-World task, a small noisy-expert dataset, CVL vs BC vs random, on CPU.
+"""The quickstart: one Meta-World task, a small mixed-quality dataset, CVL vs BC vs random, on CPU.
 
 `quickstart(QuickstartConfig())` (``./pants run experiments:quickstart``):
 
-1. generates a noisy-expert dataset on the task (`cvl_eval.datagen.scripted`: the scripted
-   expert with Gaussian action noise and epsilon-random actions);
+1. generates a mixed-quality dataset on the task (`cvl_eval.datagen.behaviours`: the task's
+   default mixture from `cvl_eval.datagen.mixed_suite`, a quarter of the episodes from the noisy
+   scripted expert, the rest from other tasks' experts and random actions, so cloning the data
+   fails and the rewards have to be used); ``data="scripted"`` gives the former noisy-expert
+   dataset (`cvl_eval.datagen.scripted`), BC's best case;
 2. trains CVL and BC on it (`cvl_eval.training`: progress bars, TensorBoard/CSV logs, periodic
    evaluation, checkpoints);
 3. evaluates a uniform-random policy on the same evaluation episodes;
@@ -12,9 +15,8 @@
    summary.
 
 Everything lands in ``out_dir``; running it again continues (finished stages are skipped).
-The default budget takes about 3.5 minutes on 2 idle CPU cores (201 s measured; CVL 3623 return
-and 100% success, BC 4036 / 100%, random 587 / 0% on drawer-open); see
-`QUICKSTART_CVL_OVERRIDES` for the choices that make CVL learn within it.
+Measured numbers are in the README; see `QUICKSTART_CVL_OVERRIDES` and
+`QUICKSTART_MIXED_OVERRIDES` for the CVL settings.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cvl_data.jsonio import to_json_data, write_json_atomic
 from cvl_eval.envs.make import canonical_name, is_metaworld
@@ -34,7 +36,13 @@ from cvl_eval.runs.index import write_policy_run
 from cvl_eval.training.checks import check_run_folder, learner_overrides
 from cvl_eval.training.config import TrainConfig
 
-__all__ = ["QUICKSTART_CVL_OVERRIDES", "QuickstartConfig", "format_summary", "quickstart"]
+__all__ = [
+    "QUICKSTART_CVL_OVERRIDES",
+    "QUICKSTART_MIXED_OVERRIDES",
+    "QuickstartConfig",
+    "format_summary",
+    "quickstart",
+]
 
 QUICKSTART_CVL_OVERRIDES: tuple[str, ...] = (
     'sampler_mode="uniform"',
@@ -54,6 +62,14 @@ QUICKSTART_CVL_OVERRIDES: tuple[str, ...] = (
 - 4 action samples (paper: 10) and 512 random features (default 1024) make a step cheaper.
 """
 
+QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "cvl_mc": ("temperature=0.1", "self_normalized=true"),
+    "cvl": ("self_normalized=true",),
+}
+"""Applied before ``cvl_overrides`` on mixed-quality data, as in the ``mixed`` paper preset
+(`cvl_eval.pipelines.paper_presets.MIXED_OVERRIDES`, which documents the measurements): the
+self-normalised Q estimate, and for CVL without RFF a critic at temperature 0.1 (paper: 1)."""
+
 
 @dataclass(frozen=True)
 class QuickstartConfig:
@@ -63,12 +79,21 @@ class QuickstartConfig:
     """Meta-World task (with or without ``-v3``)."""
     out_dir: str = "runs/quickstart"
     """Everything goes here: ``data/``, ``runs/``, ``report/``, ``summary.json``."""
-    episodes: int = 20
-    """Episodes of the noisy-expert dataset (500 steps each)."""
+    data: Literal["mixture", "scripted"] = "mixture"
+    """``mixture``: the task's mixed-quality dataset (`cvl_eval.datagen.mixed_suite`; ``sources``
+    to choose your own); ``scripted``: the noisy scripted expert alone (BC's best case)."""
+    episodes: int = 40
+    """Episodes of the dataset (500 steps each)."""
+    sources: tuple[str, ...] = ()
+    """mixture: behaviour sources (``expert,weight=0.25 expert:drawer-close,weight=0.75``...);
+    empty: the task's default mixture."""
     noise_sigma: float = 0.3
-    """Std of the Gaussian noise added to the expert's actions."""
+    """scripted: std of the Gaussian noise added to the expert's actions."""
     epsilon: float = 0.1
-    """Probability of a uniform-random action instead of the expert's."""
+    """scripted: probability of a uniform-random action instead of the expert's."""
+    cvl_algorithm: Literal["cvl", "cvl_mc"] = "cvl_mc"
+    """Which CVL: ``cvl_mc`` (Q by the direct Monte-Carlo estimate, Eq. 11) or ``cvl`` (random
+    Fourier features, Eq. 12)."""
     steps: int = 8000
     """Gradient steps of CVL and of BC."""
     hidden: tuple[int, ...] = (128, 128)
@@ -107,6 +132,18 @@ def _check(config: QuickstartConfig) -> str:
     for name in ("episodes", "steps", "eval_episodes", "threads", "batch_size"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)}")
+    if config.cvl_algorithm not in QUICKSTART_MIXED_OVERRIDES:
+        raise ConfigError(f"cvl_algorithm must be 'cvl' or 'cvl_mc', got {config.cvl_algorithm!r}")
+    if config.data == "mixture":
+        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
+
+        generate = GenerateConfig(tasks=(task,), kind="mixture", sources=config.sources)
+        try:
+            behaviour_config(generate, task)
+        except ValueError as error:
+            raise ConfigError(f"--sources / --task: {error}") from None
+    elif config.data != "scripted":
+        raise ConfigError(f"data must be 'mixture' or 'scripted', got {config.data!r}")
     return task
 
 
@@ -119,7 +156,7 @@ def _train_config(config: QuickstartConfig, task: str, algorithm: str, root: Pat
         steps=config.steps,
         hidden=config.hidden,
         batch_size=config.batch_size,
-        overrides=(f"lr={config.lr}", *(config.cvl_overrides if algorithm == "cvl" else ())),
+        overrides=(f"lr={config.lr}", *_cvl_overrides(config, algorithm)),
         log_every=100,
         eval_every=config.eval_every,
         eval_episodes=config.eval_episodes,
@@ -136,21 +173,24 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
 
     task = _check(config)
     root = Path(config.out_dir)
-    for algorithm in ("cvl", "bc"):  # bad learner flags or a changed config: fail before work
+    algorithms = (config.cvl_algorithm, "bc")
+    for algorithm in algorithms:  # bad learner flags or a changed config: fail before work
         train_config = _train_config(config, task, algorithm, root)
         learner_overrides(train_config)
         check_run_folder(train_config, RunFolder(train_config.out_dir))
     torch.set_num_threads(config.threads)
     stages = _Stages(time.monotonic())
     with stages.stage(
-        "dataset_s", f"1/4 noisy-expert dataset: {config.episodes} episodes of {task}"
+        "dataset_s", f"1/4 {_data_name(config)}: {config.episodes} episodes of {task}"
     ):
         generation = _dataset(config, task, root)
     results = {}
-    for index, algorithm in enumerate(("cvl", "bc")):
+    for index, algorithm in enumerate(algorithms):
         title = f"{2 + index}/4 training {algorithm.upper()}: {config.steps} steps on CPU"
         with stages.stage(f"{algorithm}_s", title):
-            results[algorithm] = _train(config, task, algorithm, root)
+            results["cvl" if algorithm.startswith("cvl") else algorithm] = _train(
+                config, task, algorithm, root
+            )
     with stages.stage("random_and_report_s", "4/4 random policy, report"):
         summary_report = _random_and_report(config, task, root)
     stages.timings["total_s"] = time.monotonic() - stages.started
@@ -175,7 +215,33 @@ class _Stages:
         self.timings[key] = time.monotonic() - tick
 
 
+def _cvl_overrides(config: QuickstartConfig, algorithm: str) -> tuple[str, ...]:
+    """CVL's overrides: the mixed-data settings (on a mixture), then ``cvl_overrides``."""
+    if not algorithm.startswith("cvl"):
+        return ()
+    mixed = QUICKSTART_MIXED_OVERRIDES[algorithm] if config.data == "mixture" else ()
+    return (*mixed, *config.cvl_overrides)
+
+
+def _data_name(config: QuickstartConfig) -> str:
+    return "mixed-quality dataset" if config.data == "mixture" else "noisy-expert dataset"
+
+
 def _dataset(config: QuickstartConfig, task: str, root: Path):
+    if config.data == "mixture":
+        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
+        from cvl_eval.datagen.behaviours import generate_behaviour_dataset
+
+        generate = GenerateConfig(
+            tasks=(task,), kind="mixture", episodes=config.episodes, sources=config.sources,
+            seed=config.seed,
+        )  # fmt: skip
+        return generate_behaviour_dataset(
+            root / "data" / task,
+            behaviour_config(generate, task),
+            progress=config.progress,
+            durable=False,
+        )
     from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
 
     scripted = ScriptedConfig(
@@ -219,7 +285,7 @@ def _random_and_report(config: QuickstartConfig, task: str, root: Path) -> dict[
         ReportConfig(
             runs=(str(root / "runs"),),
             out_dir=str(root / "report"),
-            algorithms=("cvl", "bc", "random"),
+            algorithms=(config.cvl_algorithm, "bc", "random"),
             bootstrap_reps=config.bootstrap_reps,
             episodes_as_runs=True,
             title=f"Quickstart: CVL vs BC vs random on {task}",
@@ -237,13 +303,8 @@ def _summary(config, task, root, generation, results, summary_report, timings) -
     files = summary_report["files"]
     return {
         "task": task,
-        "dataset": {
-            "path": str(root / "data" / task),
-            "episodes": generation.num_episodes,
-            "transitions": generation.num_steps,
-            "noise_sigma": config.noise_sigma,
-            "epsilon": config.epsilon,
-        },
+        "dataset": _dataset_summary(config, root / "data" / task, generation),
+        "cvl_algorithm": config.cvl_algorithm,
         "steps": config.steps,
         "policies": {
             name: {
@@ -272,21 +333,41 @@ def _summary(config, task, root, generation, results, summary_report, timings) -
     }
 
 
+def _dataset_summary(config: QuickstartConfig, path: Path, generation) -> dict[str, Any]:
+    out = {
+        "path": str(path),
+        "kind": config.data,
+        "episodes": generation.num_episodes,
+        "transitions": generation.num_steps,
+    }
+    if config.data == "mixture":
+        from cvl_data import open_dataset
+        from cvl_eval.datagen.behaviours import source_table
+
+        out["sources"] = source_table(open_dataset(path))
+    else:
+        out.update(noise_sigma=config.noise_sigma, epsilon=config.epsilon)
+    return out
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     """The short text summary the quickstart prints."""
     data = summary["dataset"]
     lines = [
         "",
-        f"Quickstart on {summary['task']}: {data['episodes']} noisy-expert episodes "
+        f"Quickstart on {summary['task']}: {data['episodes']} episodes of "
+        f"{'mixed-quality' if data.get('kind') == 'mixture' else 'noisy-expert'} data "
         f"({data['transitions']} transitions), {summary['steps']} gradient steps, "
         f"{summary['timings_s']['total_s']:.0f} s in total",
         "",
+        *_source_lines(data),
         f"  {'policy':<8}{'return':>16}{'success':>10}{'normalized':>12}",
     ]
     for name, p in summary["policies"].items():
         ret = f"{p['return']:.0f} ± {p['return_std']:.0f}"
         norm = "-" if p["normalized"] is None else f"{p['normalized']:.2f}"
-        lines.append(f"  {name.upper():<8}{ret:>16}{p['success']:>10.0%}{norm:>12}")
+        label = summary.get("cvl_algorithm", "cvl") if name == "cvl" else name
+        lines.append(f"  {label.upper():<8}{ret:>16}{p['success']:>10.0%}{norm:>12}")
     cvl, rnd = summary["policies"]["cvl"], summary["policies"]["random"]
     verdict = "beats" if summary["cvl_beats_random"] else "does NOT beat"
     lines += [
@@ -302,3 +383,12 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"  {key:<18} {summary['files'][key]}")
     lines.append(f"  {'tensorboard':<18} {summary['files']['tensorboard']}")
     return "\n".join(lines)
+
+
+def _source_lines(data: dict[str, Any]) -> list[str]:
+    """The dataset's per-source table (mixtures), then a blank line."""
+    if not data.get("sources"):
+        return []
+    from cvl_eval.datagen.behaviours import format_source_table
+
+    return ["Dataset by source:", format_source_table(data["sources"]), ""]
