@@ -229,8 +229,8 @@ def _data_name(config: QuickstartConfig) -> str:
 
 def _dataset(config: QuickstartConfig, task: str, root: Path):
     if config.data == "mixture":
-        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
         from cvl_eval.datagen.behaviours import generate_behaviour_dataset
+        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
 
         generate = GenerateConfig(
             tasks=(task,), kind="mixture", episodes=config.episodes, sources=config.sources,
