@@ -46,6 +46,10 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
     assert summary["cvl_beats_random"] == (
         summary["policies"]["cvl"]["return"] > summary["policies"]["random"]["return"]
     )
+    assert summary["cvl_beats_bc"] == (
+        summary["policies"]["cvl"]["return"] > summary["policies"]["bc"]["return"]
+    )
+    assert "BC on return:" in printed and "RANDOM on return:" in printed
     for name in ("summary", "learning_curves", "rliable_intervals", "table", "report"):
         assert os.path.isfile(summary["files"][name]), name
     table = (out / "report" / "table.md").read_text()

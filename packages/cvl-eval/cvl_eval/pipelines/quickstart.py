@@ -319,6 +319,7 @@ def _summary(config, task, root, generation, results, summary_report, timings) -
         "cvl_beats_random": bool(
             policies["cvl"]["mean_return"] > policies["random"]["mean_return"]
         ),
+        "cvl_beats_bc": bool(policies["cvl"]["mean_return"] > policies["bc"]["mean_return"]),
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
         "files": {
             "summary": str(root / "summary.json"),
@@ -368,16 +369,17 @@ def format_summary(summary: dict[str, Any]) -> str:
         norm = "-" if p["normalized"] is None else f"{p['normalized']:.2f}"
         label = summary.get("cvl_algorithm", "cvl") if name == "cvl" else name
         lines.append(f"  {label.upper():<8}{ret:>16}{p['success']:>10.0%}{norm:>12}")
-    cvl, rnd = summary["policies"]["cvl"], summary["policies"]["random"]
-    verdict = "beats" if summary["cvl_beats_random"] else "does NOT beat"
-    lines += [
-        "",
-        f"CVL {verdict} the random policy: return {cvl['return']:.0f} vs {rnd['return']:.0f}, "
-        f"success {cvl['success']:.0%} vs {rnd['success']:.0%} "
-        f"({cvl['episodes']} evaluation episodes each).",
-        "",
-        "Files:",
-    ]
+    cvl = summary["policies"]["cvl"]
+    lines.append("")
+    for other, key in (("random", "cvl_beats_random"), ("bc", "cvl_beats_bc")):
+        rival = summary["policies"][other]
+        verdict = "beats" if summary.get(key) else "does NOT beat"
+        lines.append(
+            f"CVL {verdict} {other.upper()} on return: {cvl['return']:.0f} vs "
+            f"{rival['return']:.0f}, success {cvl['success']:.0%} vs {rival['success']:.0%} "
+            f"({cvl['episodes']} evaluation episodes each)."
+        )
+    lines += ["", "Files:"]
     for key in ("summary", "report", "table", "learning_curves", "rliable_intervals", "runs"):
         if summary["files"].get(key):
             lines.append(f"  {key:<18} {summary['files'][key]}")
