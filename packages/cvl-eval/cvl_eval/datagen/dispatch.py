@@ -134,7 +134,7 @@ def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
         print(f"[{index + 1}/{len(tasks)}] {config.kind} dataset of {task}", flush=True)
         tick = time.monotonic()
         state_path, pixel_path = dataset_paths(config, task)
-        report = _generate_one(config, task, state_path, pixel_path)
+        report = generate_task(config, task, state_path, pixel_path)
         entry = {
             "kind": config.kind,
             "paths": list(report.paths),
@@ -185,7 +185,11 @@ def _source_table(state_path: Path) -> dict[str, dict[str, float]]:
     return table
 
 
-def _generate_one(config: GenerateConfig, task: str, state_path: Path, pixel_path: Path | None):
+def generate_task(
+    config: GenerateConfig, task: str, state_path: Path, pixel_path: Path | None = None
+):
+    """Generate (or finish) the dataset of one canonical ``task`` of ``config`` at ``state_path``
+    (and ``pixel_path``); returns the generator's `GenerationReport`."""
     if config.kind in ("mixture", "curriculum"):
         from cvl_eval.datagen.behaviours import generate_behaviour_dataset
 

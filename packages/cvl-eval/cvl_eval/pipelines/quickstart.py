@@ -228,32 +228,19 @@ def _data_name(config: QuickstartConfig) -> str:
 
 
 def _dataset(config: QuickstartConfig, task: str, root: Path):
-    if config.data == "mixture":
-        from cvl_eval.datagen.behaviours import generate_behaviour_dataset
-        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
+    from cvl_eval.datagen.dispatch import GenerateConfig, generate_task
 
-        generate = GenerateConfig(
-            tasks=(task,), kind="mixture", episodes=config.episodes, sources=config.sources,
-            seed=config.seed,
-        )  # fmt: skip
-        return generate_behaviour_dataset(
-            root / "data" / task,
-            behaviour_config(generate, task),
-            progress=config.progress,
-            durable=False,
-        )
-    from cvl_eval.datagen.scripted import ScriptedConfig, generate_scripted
-
-    scripted = ScriptedConfig(
-        task=task,
-        num_episodes=config.episodes,
+    generate = GenerateConfig(
+        tasks=(task,),
+        kind=config.data,
+        episodes=config.episodes,
+        sources=config.sources,
         noise_sigma=config.noise_sigma,
         epsilon=config.epsilon,
         seed=config.seed,
+        progress=config.progress,
     )
-    return generate_scripted(
-        root / "data" / task, scripted, progress=config.progress, durable=False
-    )
+    return generate_task(generate, task, root / "data" / task)
 
 
 def _train(config: QuickstartConfig, task: str, algorithm: str, root: Path) -> dict[str, Any]:
