@@ -11,4 +11,5 @@
 | `run_scores` | what a report reads from run folders, grouped for tables, curves and rliable |
 | `report` | `report(ReportConfig)`: run folders -> tables, curves, rliable figures, ``report.md`` |
 | `mountain_car` | the CVL-vs-SAC Q heatmaps over (position, velocity) and their Spearman rho |
+| `critic_diagnostics` | a critic on a mixture dataset: Spearman rho of Q with the return-to-go, P(Q(s, a_expert) > Q(s, a_source)) |
 """
