@@ -40,6 +40,7 @@ from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.runs.index import find_runs, write_index
 from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.overrides import typed_overrides
 from cvl_eval.training.plan import validate
 
 __all__ = ["SweepConfig", "SweepRun", "SweepVariant", "expand", "sweep", "sweep_variants"]
@@ -149,6 +150,21 @@ def _overrides_for(algorithm: str, overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _check_overrides(config: SweepConfig, variants: dict[str, SweepVariant]) -> None:
+    """Every override names a registered algorithm (when scoped) and converts to the field type
+    of each algorithm it applies to (`typed_overrides`), before any dataset is read."""
+    algorithms = offline_algorithms()
+    for item in config.overrides:
+        head, sep, _ = item.partition(":")
+        if sep and "=" not in head and head not in algorithms:
+            raise ConfigError(
+                f"override {item!r}: {head!r} is not an offline algorithm; scope with one of "
+                f"{list(algorithms)} (cvl: also covers cvl_pretrained)"
+            )
+    for name in sorted({variants[label].algorithm for label in config.algorithms}):
+        typed_overrides(learner_class(name).config_cls, _overrides_for(name, config.overrides), name)
+
+
 def _env_overrides(task: str, algorithm: str) -> tuple[str, ...]:
     """The learner settings of the task's environment (`cvl_eval.envs.defaults`) as overrides."""
     fields = learner_defaults(task, learner_class(algorithm).config_cls)
@@ -165,6 +181,7 @@ def expand(config: SweepConfig) -> list[SweepRun]:
     for name in config.algorithms:
         if name not in variants:
             raise ConfigError(f"unknown algorithm {name!r}; choose from {list(variants)}")
+    _check_overrides(config, variants)
     try:
         tasks = [canonical_name(task) for task in config.tasks]
     except ValueError as error:
