@@ -12,6 +12,8 @@ A run folder (one algorithm x task x seed) holds::
     final/             the learner's final checkpoint (``cvl_algos`` format)
     results.json       the final results; its presence marks the run as finished
     train.log          stdout/stderr of the run when a sweep launched it
+    run.lock           the PID of the process training here, locked while it runs
+                       (`cvl_eval.runs.lock`)
 
 Every JSON file that marks progress (``results.json``, ``checkpoints/latest.json``) is written
 atomically (temp file + rename), so a killed run never leaves a half-written marker.

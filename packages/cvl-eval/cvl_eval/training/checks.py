@@ -18,6 +18,7 @@ from cvl_algos.pretraining import has_pretraining_phase
 from cvl_data.jsonio import to_json_data
 from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder, read_json
+from cvl_eval.runs.lock import LOCK_FILE, check_not_locked
 from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.overrides import typed_overrides
 
@@ -158,13 +159,21 @@ def resolve_pretrain_steps(
 
 
 def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
-    """A new run needs an empty folder; a resumed one the same config as before."""
+    """A new run needs an empty folder; a resumed one the same config as before; neither a
+    folder another process trains in (`cvl_eval.runs.lock`)."""
     if not run.path.exists():
         return
     if not run.path.is_dir():
         raise ConfigError(f"out_dir {run.path} exists and is not a folder")
+    check_not_locked(run.path)
+    check_run_contents(config, run)
+
+
+def check_run_contents(config: TrainConfig, run: RunFolder) -> None:
+    """The existing folder ``run`` is empty (a new run) or holds a run of the same config (a
+    resumed one); `check_run_folder` without the lock, for its holder."""
     if not config.resume:
-        if any(run.path.iterdir()):
+        if any(p.name != LOCK_FILE for p in run.path.iterdir()):
             raise ConfigError(
                 f"out_dir {run.path} already holds a run; pass resume=True (--resume) to "
                 "continue it, or choose another out_dir"
