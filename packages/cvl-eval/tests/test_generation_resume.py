@@ -74,4 +74,3 @@ def test_another_kind_into_a_finished_dataset_is_refused(tmp_path):
     config = BehaviourDataConfig("reach", num_episodes=3, max_steps=10)
     with pytest.raises(ConfigError, match=r"generator: 'cvl_eval.datagen.scripted"):
         generate_behaviour_dataset(path, config, progress=False)
-

@@ -162,7 +162,9 @@ def _check_overrides(config: SweepConfig, variants: dict[str, SweepVariant]) -> 
                 f"{list(algorithms)} (cvl: also covers cvl_pretrained)"
             )
     for name in sorted({variants[label].algorithm for label in config.algorithms}):
-        typed_overrides(learner_class(name).config_cls, _overrides_for(name, config.overrides), name)
+        typed_overrides(
+            learner_class(name).config_cls, _overrides_for(name, config.overrides), name
+        )
 
 
 def _env_overrides(task: str, algorithm: str) -> tuple[str, ...]:
