@@ -1,25 +1,18 @@
-"""`./pants run experiments:report -- --runs runs/sweep --out-dir runs/sweep/report`.
+"""`./pants run experiments:report -- --runs runs/sweep --out-dir runs/sweep/report`: tables and figures.
 
-From run folders (or folders above them) to the per-task tables (Markdown + CSV, best in bold),
-learning curves and the rliable figures (aggregate intervals, performance profiles, probability
-of improvement, sample efficiency).
+The command is `cvl_eval.console.report` (also `cvl-report` and `python -m cvl_eval report`); its
+`--help` describes it.
 """
 
 from __future__ import annotations
 
 import sys
 
-from cvl_eval.analysis.report import ReportConfig, report
-from cvl_eval.cli import run
-
-
-def _report(config: ReportConfig) -> str:
-    files = report(config)["files"]
-    return "\n".join(f"{name:<28} {path}" for name, path in files.items())
+from cvl_eval import console
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(ReportConfig, _report, argv, __doc__)
+    return console.report(argv)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ ROOM_DEPS = {
     "training": {"envs", "runs", "rollout"},
     "analysis": {"envs", "runs"},
     "pipelines": {"envs", "runs", "rollout", "datagen", "training", "analysis"},
+    "console": {"cli", "envs", "runs", "rollout", "datagen", "training", "analysis", "pipelines"},
+    "__main__": {"console"},
 }
 """cvl_eval's rooms and the rooms each may import (besides itself, `errors` and `cvl_eval`)."""
 

@@ -53,3 +53,37 @@ def test_first_party_pins_admit_current_versions(name):
         assert (
             _as_tuple(low) <= current < _as_tuple(high)
         ), f"cvl-{dep} {version} vs >={low},<{high}"
+
+
+COMMANDS = ("train", "generate", "evaluate", "sweep", "report", "quickstart")
+
+
+def _scripts() -> list[tuple[str, str, str]]:
+    return [
+        (name, script, target)
+        for name in sorted(FIRST_PARTY)
+        for script, target in _project(name)["project"].get("scripts", {}).items()
+    ]
+
+
+def test_cvl_eval_declares_its_commands_and_the_parser_they_need():
+    scripts = _project("eval")["project"]["scripts"]
+    assert {f"cvl-{c}" for c in COMMANDS} <= set(scripts)
+    # the range of 3rdparty/python/requirements.txt, which the lock resolves
+    assert "tyro>=0.8,<2" in _project("eval")["project"]["dependencies"]
+
+
+@pytest.mark.parametrize("name, script, target", _scripts())
+def test_every_console_script_resolves_to_a_callable(name, script, target):
+    module_name, _, attribute = target.partition(":")
+    assert module_name.startswith(f"cvl_{name}"), f"{script} points outside cvl-{name}"
+    function = getattr(importlib.import_module(module_name), attribute)
+    assert callable(function), script
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_experiment_entry_point_calls_the_console_command(command):
+    """One implementation: ``experiments/<command>.py`` only forwards to `cvl_eval.console`."""
+    source = (ROOT / "experiments" / f"{command}.py").read_text()
+    assert f"return console.{command}(argv)" in source
+    assert "tyro" not in source and "cvl_eval.cli" not in source

@@ -22,7 +22,7 @@ from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layout
 from cvl_data.reader import Dataset, open_dataset, read_meta
 from cvl_data.spec import DatasetSpec
 
-__all__ = ["is_dataset", "open_committed", "read_spec"]
+__all__ = ["is_dataset", "open_committed", "read_spec", "recorded_spec"]
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
@@ -41,6 +41,27 @@ def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
     return DatasetSpec.from_json(
         read_meta(Path(path)).get("spec"), where=f"{meta_file} (field 'spec')"
     )
+
+
+def recorded_spec(path: str | os.PathLike[str]) -> DatasetSpec | None:
+    """The `DatasetSpec` recorded at dataset folder ``path``: the finished dataset's, else the
+    one a `DatasetWriter` at work (or interrupted) keeps in ``<path>.partial/`` (even with no
+    episode committed yet, since a resumed writer keeps it); None when neither exists.
+
+    Raises:
+        DatasetError: unreadable metadata.
+    """
+    path = Path(path)
+    if path.exists():
+        return read_spec(path)
+    progress_file = partial_path(path) / PROGRESS_FILE
+    if not progress_file.exists():
+        return None
+    try:
+        progress = json.loads(progress_file.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise DatasetError(f"{progress_file}: unreadable ({error})") from None
+    return DatasetSpec.from_json(progress.get("spec"), where=f"{progress_file} (field 'spec')")
 
 
 def open_committed(path: str | os.PathLike[str]) -> Dataset | None:

@@ -180,3 +180,14 @@ def test_progress_journal_tracks_commits(tmp_path, spec, episodes):
         assert progress["num_episodes"] == i + 1
         assert progress["num_steps"] == sum(LENGTHS[: i + 1])
     writer.close()
+
+
+def test_recorded_spec_reads_the_partial_even_before_its_first_episode(tmp_path, make_spec):
+    from cvl_data import recorded_spec
+
+    path = tmp_path / "d"
+    assert recorded_spec(path) is None
+    spec = make_spec(provenance={"config": {"seed": 3}})
+    writer = DatasetWriter(path, spec)  # started, nothing committed
+    writer.close()
+    assert recorded_spec(path).provenance == {"config": {"seed": 3}}

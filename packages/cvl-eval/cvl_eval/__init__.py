@@ -10,10 +10,11 @@ imports only the rooms below it (enforced by the ``__dependencies_rules__`` of i
 | `envs` | `make_env`, Meta-World tasks, pixels, scripted experts, expert scores, per-env defaults | - |
 | `runs` | run folders on disk and their index | - |
 | `rollout` | recording episodes, evaluating policies and checkpoints | envs, runs |
-| `datagen` | scripted and SAC replay datasets | envs, rollout |
+| `datagen` | scripted, behaviour and SAC replay datasets; resume checks | envs, rollout |
 | `training` | `train(TrainConfig)`: the offline trainer | envs, runs, rollout |
 | `analysis` | rliable metrics, plots, tables, curves, reports, Mountain Car heatmaps | envs, runs |
 | `pipelines` | sweeps, the paper presets, the quickstart | every room |
+| `console`, `__main__` | the commands (`cvl-train`, ..., `python -m cvl_eval <command>`) | every room |
 
 Every name has one import path: the module that defines it (``from cvl_eval.envs.make import
 make_env``); each room's ``__init__`` lists its modules. Importing any of it never chooses a

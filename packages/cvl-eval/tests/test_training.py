@@ -87,6 +87,7 @@ def test_train_writes_everything_it_promises(data, tmp_path):
         "metrics.jsonl",
         "progress.csv",
         "results.json",
+        "run.lock",
         "tb",
     ]
     assert json.loads((out / "results.json").read_text()) == results

@@ -6,7 +6,8 @@ behaviour (mixture / curriculum) generators.
 seed is `cvl_eval.datagen.recording.episode_seed` ``(seed, e)``: each episode is a pure function
 of the generation's config and ``e``. So an interrupted generation resumed with the same call
 writes exactly the episodes an uninterrupted one would have: committed episodes are skipped,
-nothing is duplicated or lost, and a finished dataset is only reported.
+nothing is duplicated or lost, and a finished dataset is only reported. A rerun with another
+config is refused before anything is written (`cvl_eval.datagen.resume_check`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from cvl_eval.datagen.recording import dataset_spec, episode_seed, open_generation, write_episode
+from cvl_eval.datagen.resume_check import check_same_generation
 from cvl_eval.rollout.episode import Episode, run_episode
 
 __all__ = ["EpisodeEnvOptions", "GenerationReport", "generate_episodes", "pending_targets"]
@@ -93,11 +95,17 @@ def generate_episodes(
     durable: bool = True,
     on_episode: Callable[[int, Episode], None] | None = None,
 ) -> GenerationReport:
-    """Write (or resume, or just report) ``generation`` at ``path`` (and ``pixel_path``)."""
+    """Write (or resume, or just report) ``generation`` at ``path`` (and ``pixel_path``).
+
+    Raises:
+        ConfigError: data already at ``path`` (finished or partial) was generated with another
+            config (`cvl_eval.datagen.resume_check`); nothing is written.
+    """
     from cvl_data import DatasetWriter, open_dataset
 
     config = generation.config
     n = config.num_episodes
+    check_same_generation(_all_targets(path, pixel_path), generation.provenance)
     targets, todo = pending_targets(path, pixel_path, n)
     paths = tuple(str(p) for p, _ in targets)
     if not todo:  # already complete: nothing to do
@@ -118,9 +126,7 @@ def pending_targets(path, pixel_path, num_episodes: int) -> tuple[list, list]:
     one must hold ``num_episodes``)."""
     from cvl_data import DatasetError
 
-    targets = [(Path(path), "state")]
-    if pixel_path is not None:
-        targets.append((Path(pixel_path), "pixels"))
+    targets = _all_targets(path, pixel_path)
     for p, _ in targets:
         n = _finished_count(p)
         if n is not None and n != num_episodes:
@@ -128,6 +134,13 @@ def pending_targets(path, pixel_path, num_episodes: int) -> tuple[list, list]:
                 f"{p}: finished with {n} episodes, the config asks for {num_episodes}"
             )
     return targets, [(p, kind) for p, kind in targets if _finished_count(p) is None]
+
+
+def _all_targets(path, pixel_path) -> list[tuple[Path, str]]:
+    targets = [(Path(path), "state")]
+    if pixel_path is not None:
+        targets.append((Path(pixel_path), "pixels"))
+    return targets
 
 
 def _finished_count(path: Path) -> int | None:

@@ -4,10 +4,11 @@
 ``<out_dir>/<label>/<task>/seed_<k>``), skips finished runs (a run is finished when its
 ``results.json`` exists), and launches the others as up to ``workers`` processes at a time
 (``multiprocessing`` spawn: each a fresh interpreter that calls `cvl_eval.training.loop.train` with
-``resume=True``, its output in ``<run>/train.log``). A run interrupted earlier continues from its
-last checkpoint. At the end ``index.json`` and ``index.csv`` list every finished run and
-``sweep.json`` records what this call did. Every run's config is validated before any process
-starts.
+``resume=True``, its output in ``<run>/train.log``; `cvl_eval.pipelines.sweep_worker`: it dies
+with the sweep, and a failure leaves its traceback in the log). A run interrupted earlier continues
+from its last checkpoint. At the end ``index.json`` and ``index.csv`` list every finished run and
+``sweep.json`` (and ``index.json``) record what this call did, each failed run with its error
+line, log and config. Every run's config is validated before any process starts.
 
 Datasets come from ``data_root``: the dataset of task ``t`` is ``<data_root>/<t>`` (as
 `cvl_eval.datagen` writes them, e.g. ``data/drawer-open-v3``). The names a sweep accepts come
@@ -24,7 +25,6 @@ import json
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,9 +37,11 @@ from cvl_data.jsonio import to_json_data, write_json_atomic
 from cvl_eval.envs.defaults import learner_defaults
 from cvl_eval.envs.make import canonical_name
 from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.sweep_worker import failure_record, train_in_child
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.runs.index import find_runs, write_index
 from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.overrides import typed_overrides
 from cvl_eval.training.plan import validate
 
 __all__ = ["SweepConfig", "SweepRun", "SweepVariant", "expand", "sweep", "sweep_variants"]
@@ -149,6 +151,23 @@ def _overrides_for(algorithm: str, overrides: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _check_overrides(config: SweepConfig, variants: dict[str, SweepVariant]) -> None:
+    """Every override names a registered algorithm (when scoped) and converts to the field type
+    of each algorithm it applies to (`typed_overrides`), before any dataset is read."""
+    algorithms = offline_algorithms()
+    for item in config.overrides:
+        head, sep, _ = item.partition(":")
+        if sep and "=" not in head and head not in algorithms:
+            raise ConfigError(
+                f"override {item!r}: {head!r} is not an offline algorithm; scope with one of "
+                f"{list(algorithms)} (cvl: also covers cvl_pretrained)"
+            )
+    for name in sorted({variants[label].algorithm for label in config.algorithms}):
+        typed_overrides(
+            learner_class(name).config_cls, _overrides_for(name, config.overrides), name
+        )
+
+
 def _env_overrides(task: str, algorithm: str) -> tuple[str, ...]:
     """The learner settings of the task's environment (`cvl_eval.envs.defaults`) as overrides."""
     fields = learner_defaults(task, learner_class(algorithm).config_cls)
@@ -165,6 +184,7 @@ def expand(config: SweepConfig) -> list[SweepRun]:
     for name in config.algorithms:
         if name not in variants:
             raise ConfigError(f"unknown algorithm {name!r}; choose from {list(variants)}")
+    _check_overrides(config, variants)
     try:
         tasks = [canonical_name(task) for task in config.tasks]
     except ValueError as error:
@@ -219,19 +239,6 @@ def _run(config: SweepConfig, label: str, variant: SweepVariant, task: str, seed
     return SweepRun(label, task, seed, train_config)
 
 
-def _worker(config: TrainConfig, log_path: str) -> None:
-    """Child process: train one run with its output in ``log_path``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; SIGTERM stops gracefully
-    with open(log_path, "a", buffering=1) as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        sys.stdout = sys.stderr = log
-        from cvl_eval.training.loop import train
-
-        print(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} train {config.out_dir}", flush=True)
-        train(config)
-
-
 def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     """Run (or continue) the sweep; returns what ``sweep.json`` records.
 
@@ -247,7 +254,8 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     completed, failed = _run_processes(todo, config.workers, len(runs), len(finished), progress)
-    paths = write_index(find_runs(out), out, extra={"sweep_config": to_json_data(config)})
+    extra = {"sweep_config": to_json_data(config), "failed": failed}
+    paths = write_index(find_runs(out), out, extra=extra)
     record = {
         "runs": len(runs),
         "skipped_finished": [r.config.out_dir for r in finished],
@@ -259,8 +267,9 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     write_json_atomic(out / "sweep.json", record)
     if failed:
         raise RuntimeError(
-            f"{len(failed)} of {len(todo)} runs failed (see each run's train.log): "
-            + ", ".join(f["run"] for f in failed)
+            f"{len(failed)} of {len(todo)} runs failed (tracebacks in their train.log; "
+            f"errors and configs in {out / 'sweep.json'}): "
+            + "; ".join(f"{f['run']}: {f['error']}" for f in failed)
         )
     return record
 
@@ -286,7 +295,9 @@ def _run_processes(
                 folder = RunFolder(run.config.out_dir)
                 folder.path.mkdir(parents=True, exist_ok=True)
                 process = context.Process(
-                    target=_worker, args=(run.config, str(folder.log)), daemon=False
+                    target=train_in_child,
+                    args=(run.config, str(folder.log), os.getpid()),
+                    daemon=False,
                 )
                 process.start()
                 running.append((run, process))
@@ -301,7 +312,7 @@ def _run_processes(
                     completed.append(run.config.out_dir)
                     bar.update(1)
                 else:
-                    failed.append({"run": run.config.out_dir, "exitcode": process.exitcode})
+                    failed.append(failure_record(run.config, process.exitcode))
                 bar.set_postfix(running=len(running), failed=len(failed), refresh=False)
     finally:
         for _, process in running:  # interrupted: stop children gracefully (they checkpoint)

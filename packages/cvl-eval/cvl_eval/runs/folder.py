@@ -11,7 +11,12 @@ A run folder (one algorithm x task x seed) holds::
     checkpoints/       ``latest.json`` -> ``step_<N>/`` (learner checkpoint + ``trainer.json``)
     final/             the learner's final checkpoint (``cvl_algos`` format)
     results.json       the final results; its presence marks the run as finished
-    train.log          stdout/stderr of the run when a sweep launched it
+    train.log          stdout/stderr of the run when a sweep launched it (a failure's traceback
+                       included)
+    error.json         the error line of the last failed attempt in a sweep
+                       (`cvl_eval.pipelines.sweep_worker`)
+    run.lock           the PID of the process training here, locked while it runs
+                       (`cvl_eval.runs.lock`)
 
 Every JSON file that marks progress (``results.json``, ``checkpoints/latest.json``) is written
 atomically (temp file + rename), so a killed run never leaves a half-written marker.

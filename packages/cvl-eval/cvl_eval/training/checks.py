@@ -1,16 +1,15 @@
 """Checks of the parts of a `TrainConfig`, each raising `ConfigError` with what to fix.
 
 `cvl_eval.training.plan.validate` runs them all: the algorithm (`check_algorithm`), numbers in
-range (`check_numbers`), learner overrides (`parse_overrides`, `learner_overrides`), datasets read
-from their ``meta.json`` only (`read_dataset_spec`, `check_kind`, `check_data`), the device
-(`resolve_device`), the pretraining budget (`resolve_pretrain_steps`) and the run folder
-(`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
+range (`check_numbers`), learner overrides (`learner_overrides`, typed by
+`cvl_eval.training.overrides`), datasets read from their ``meta.json`` only
+(`read_dataset_spec`, `check_kind`, `check_data`), the device (`resolve_device`), the
+pretraining budget (`resolve_pretrain_steps`) and the run folder (`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any
 
@@ -19,25 +18,12 @@ from cvl_algos.pretraining import has_pretraining_phase
 from cvl_data.jsonio import to_json_data
 from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder, read_json
+from cvl_eval.runs.lock import LOCK_FILE, check_not_locked
 from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.overrides import typed_overrides
 
 # Fields that may change when a stopped run is resumed (they do not change the result).
 RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard")
-
-
-def parse_overrides(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """``("lambda_bc=0.1", "hidden=[64,64]")`` -> ``{"lambda_bc": 0.1, "hidden": (64, 64)}``."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r} is not of the form key=value")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
-        out[key.strip()] = tuple(value) if isinstance(value, list) else value
-    return out
 
 
 def read_dataset_spec(path: str | os.PathLike) -> Any:
@@ -65,20 +51,15 @@ def resolve_device(device: str) -> str:
 
 def learner_overrides(config: TrainConfig) -> dict[str, Any]:
     """The learner config fields the run changes (``overrides``, ``hidden``, ``batch_size``),
-    checked against the algorithm's config class."""
-    overrides = parse_overrides(config.overrides)
+    each converted to its field's declared type (`cvl_eval.training.overrides`) and checked
+    against the algorithm's config class."""
+    config_cls = learner_class(config.algorithm).config_cls
+    overrides = typed_overrides(config_cls, config.overrides, config.algorithm)
     for name, value in (("hidden", config.hidden), ("batch_size", config.batch_size)):
         if value is not None:
             if name in overrides:
                 raise ConfigError(f"{name} given both as a field and in overrides")
             overrides[name] = tuple(value) if name == "hidden" else value
-    config_cls = learner_class(config.algorithm).config_cls
-    known = {f.name for f in dataclasses.fields(config_cls)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ConfigError(
-            f"{config.algorithm}: unknown learner config field(s) {unknown}; known: {sorted(known)}"
-        )
     try:
         dataclasses.replace(config_cls(), **overrides)
     except (ValueError, TypeError) as error:
@@ -178,13 +159,21 @@ def resolve_pretrain_steps(
 
 
 def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
-    """A new run needs an empty folder; a resumed one the same config as before."""
+    """A new run needs an empty folder; a resumed one the same config as before; neither a
+    folder another process trains in (`cvl_eval.runs.lock`)."""
     if not run.path.exists():
         return
     if not run.path.is_dir():
         raise ConfigError(f"out_dir {run.path} exists and is not a folder")
+    check_not_locked(run.path)
+    check_run_contents(config, run)
+
+
+def check_run_contents(config: TrainConfig, run: RunFolder) -> None:
+    """The existing folder ``run`` is empty (a new run) or holds a run of the same config (a
+    resumed one); `check_run_folder` without the lock, for its holder."""
     if not config.resume:
-        if any(run.path.iterdir()):
+        if any(p.name != LOCK_FILE for p in run.path.iterdir()):
             raise ConfigError(
                 f"out_dir {run.path} already holds a run; pass resume=True (--resume) to "
                 "continue it, or choose another out_dir"

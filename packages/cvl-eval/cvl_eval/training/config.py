@@ -72,7 +72,9 @@ class TrainConfig:
     batch_size: int | None = None
     """Batch size (overrides the learner config's ``batch_size``)."""
     overrides: tuple[str, ...] = ()
-    """Other learner config fields as ``key=value`` (JSON values), e.g. ``lambda_bc=0.1``."""
+    """Other learner config fields as ``key=value``, e.g. ``lambda_bc=0.1``; each value is read
+    as its field's declared type (``normalize_q=false``, ``hidden=[64,64]``) or refused
+    (`cvl_eval.training.overrides`)."""
     device: str = "cpu"
     """``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA when available)."""
     num_threads: int | None = None

@@ -18,6 +18,9 @@ related-task data) on one dataset folder (states or pixels), seeded. It
    ``checkpoint_every`` updates (atomically; `cvl_eval.runs.folder`);
 4. writes the final checkpoint and ``results.json``.
 
+From creating the run folder to the end, the run holds the folder's lock
+(`cvl_eval.runs.lock`): a second process training into it is refused, naming the holder's PID.
+
 ``resume=True`` continues a stopped run exactly: the learner (networks, optimisers, RNG states,
 step counters) and the samplers' generators are restored from the last checkpoint and logs
 written after it are dropped, so the final checkpoint equals an uninterrupted run's bit for bit.
@@ -38,6 +41,8 @@ from cvl_algos.pretraining import PhaseUpdate, run_phases
 from cvl_data.jsonio import to_json_data, write_json_atomic
 from cvl_eval.errors import TrainingStopped
 from cvl_eval.runs.folder import RunFolder
+from cvl_eval.runs.lock import hold_run_lock
+from cvl_eval.training.checks import check_run_contents
 from cvl_eval.training.config import StepInfo, TrainConfig
 from cvl_eval.training.plan import validate
 from cvl_eval.training.session import Session, StopFlag, start_session
@@ -65,16 +70,20 @@ def train(
     if config.resume and run.finished:
         return run.read_results()
     run.path.mkdir(parents=True, exist_ok=True)
-    if not run.config.exists():
-        write_json_atomic(run.config, plan.config_record(config))
-    threads = config.num_threads
-    context = _torch_threads(threads) if threads else contextlib.nullcontext()
-    with context, StopFlag() as stop:
-        session = start_session(config, plan, run)
-        try:
-            return _loop(session, stop, callback)
-        finally:
-            session.logger.close()
+    with hold_run_lock(run.path):
+        check_run_contents(config, run)  # again: another process may have written it meanwhile
+        if config.resume and run.finished:
+            return run.read_results()
+        if not run.config.exists():
+            write_json_atomic(run.config, plan.config_record(config))
+        threads = config.num_threads
+        context = _torch_threads(threads) if threads else contextlib.nullcontext()
+        with context, StopFlag() as stop:
+            session = start_session(config, plan, run)
+            try:
+                return _loop(session, stop, callback)
+            finally:
+                session.logger.close()
 
 
 @contextlib.contextmanager

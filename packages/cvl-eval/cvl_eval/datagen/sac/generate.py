@@ -44,6 +44,7 @@ import torch
 from cvl_data import DatasetError, DatasetWriter, ReplayBuffer, open_committed
 from cvl_data.jsonio import package_versions
 from cvl_eval.datagen.recording import dataset_spec, open_generation, write_episode
+from cvl_eval.datagen.resume_check import changed_fields, refuse_changes
 from cvl_eval.datagen.sac.checkpoints import (
     STATE_FILE,
     STATE_FORMAT,
@@ -87,10 +88,10 @@ def _provenance(config: SACDataConfig, obs_kind: str) -> dict[str, Any]:
 
 
 def _check_resumable(stored: dict[str, Any], config: SACDataConfig, where: Path) -> None:
-    now = config.to_json()
-    differ = sorted(k for k in now if k not in _RESUMABLE_CHANGES and stored.get(k) != now.get(k))
-    if differ:
-        raise ValueError(f"{where}: the interrupted generation's config differs in {differ}")
+    """The checkpointed generation (interrupted or finished) has ``config`` up to the fields that
+    do not change the data; else a `ConfigError` naming the fields (`refuse_changes`)."""
+    changes = changed_fields(stored, config.to_json(), _RESUMABLE_CHANGES)
+    refuse_changes(where, changes, "the SAC generation checkpointed here")
 
 
 def generate_sac(

@@ -1,0 +1,91 @@
+"""A sweep's child process: one training run, its output in its ``train.log``, tied to the sweep.
+
+`train_in_child` is the target of each process `cvl_eval.pipelines.sweep` starts. It
+
+- dies with the sweep: on Linux the kernel sends it SIGTERM when the sweep process ends, even
+  by SIGKILL (``prctl(PR_SET_PDEATHSIG)``), and SIGTERM stops a run gracefully after a
+  checkpoint, so a killed sweep leaves no orphan training on;
+- keeps a failure's traceback in ``train.log`` (written while the log is still open; once the
+  process's streams are closed Python can only say ``lost sys.stderr``) and its last line in
+  ``error.json`` of the run folder (`read_error`), which the sweep copies into its records.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.training.config import TrainConfig
+
+__all__ = ["ERROR_FILE", "failure_record", "read_error", "train_in_child"]
+
+ERROR_FILE = "error.json"
+"""The error of a run's last failed attempt in a sweep (removed when an attempt starts)."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+def train_in_child(config: TrainConfig, log_path: str, parent_pid: int) -> None:
+    """Child process: train ``config`` with stdout/stderr in ``log_path``; exit code 1 (and the
+    traceback in the log, the error in ``error.json``) when the run fails."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; SIGTERM stops gracefully
+    _die_with(parent_pid)
+    error_file = Path(config.out_dir) / ERROR_FILE
+    error_file.unlink(missing_ok=True)
+    with open(log_path, "a", buffering=1) as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        sys.stdout = sys.stderr = log
+        from cvl_eval.training.loop import train
+
+        print(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} train {config.out_dir}", flush=True)
+        try:
+            train(config)
+        except BaseException as error:  # noqa: BLE001 - recorded, then the exit code says it
+            traceback.print_exc(file=log)
+            log.flush()
+            last = traceback.format_exception_only(type(error), error)[-1].strip()
+            write_json_atomic(error_file, {"error": last, "log": str(log_path)})
+            raise SystemExit(1) from None
+
+
+def read_error(run_dir: str | Path) -> str | None:
+    """The error line a failed attempt left in ``run_dir`` (None when there is none)."""
+    import json
+
+    path = Path(run_dir) / ERROR_FILE
+    try:
+        return str(json.loads(path.read_text())["error"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _die_with(parent_pid: int) -> None:
+    """Ask the kernel for SIGTERM when the parent ends (Linux); exit now if it already has."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            errno = ctypes.get_errno()
+            print(f"warning: prctl(PR_SET_PDEATHSIG) failed: {os.strerror(errno)}", file=sys.stderr)
+    if os.getppid() != parent_pid:  # the parent died before the request took effect
+        raise SystemExit(1)
+
+
+def failure_record(config: TrainConfig, exitcode: int | None) -> dict[str, Any]:
+    """What a sweep records of a failed run: folder, exit code, error line, log, config."""
+    from cvl_data.jsonio import to_json_data
+
+    return {
+        "run": config.out_dir,
+        "exitcode": exitcode,
+        "error": read_error(config.out_dir) or f"exit code {exitcode} (no error recorded)",
+        "log": str(Path(config.out_dir) / "train.log"),
+        "config": to_json_data(config),
+    }
