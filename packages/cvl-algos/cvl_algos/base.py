@@ -290,6 +290,11 @@ class LearnerBase:
                 f"{file} (fields 'algorithm', 'learner_class'): cannot import the learner class "
                 f"{state.get('learner_class')!r} of algorithm {name!r}"
             )
+        if getattr(learner_cls, "name", None) != name:
+            raise CheckpointError(
+                f"{file} (field 'algorithm'): unknown algorithm {name!r}; the saved learner class "
+                f"{state.get('learner_class')!r} is {getattr(learner_cls, 'name', None)!r}"
+            )
         if not isinstance(learner_cls, type) or not issubclass(learner_cls, cls):
             raise CheckpointError(
                 f"{file} (field 'algorithm'): holds a {getattr(learner_cls, '__name__', learner_cls)}"
