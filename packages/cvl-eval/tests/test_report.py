@@ -1,6 +1,7 @@
 """Reports from real (tiny) run folders: tables, learning curves, rliable figures."""
 
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -128,3 +129,16 @@ def test_bad_report_requests_fail_clearly(runs_root, tmp_path, runs, algorithms,
                 runs=(str(where[runs]),), out_dir=str(tmp_path / "out"), algorithms=algorithms
             )
         )
+
+
+def test_improvement_pairs_are_chosen_and_checked(runs_root, tmp_path):
+    out = tmp_path / "pairs"
+    config = ReportConfig(
+        runs=(str(runs_root / "runs"),), out_dir=str(out), bootstrap_reps=50, pairs=("cvl,bc",)
+    )
+    report(config)
+    numbers = json.loads((out / "rliable" / "rliable.json").read_text())
+    assert list(numbers["probability_of_improvement"]) == ["cvl,bc"]  # not the default bc,cvl
+    for bad in ("cvl", "cvl,cql", "bc,bc"):
+        with pytest.raises(ConfigError, match="--pairs"):
+            report(dataclasses.replace(config, pairs=(bad,)))

@@ -60,6 +60,9 @@ class ReportConfig:
     """rliable over the final evaluation's episodes instead of seeds (single-seed reports)."""
     title: str = "CVL report"
     """Heading of ``report.md``."""
+    pairs: tuple[str, ...] = ()
+    """Probability-of-improvement pairs as ``X,Y`` (P(X > Y)); default: the first algorithm
+    against each other one."""
 
 
 def report(config: ReportConfig) -> dict[str, Any]:
@@ -85,6 +88,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
         BootstrapConfig(reps=config.bootstrap_reps),
         curve_dict=curves[0] if curves else None,
         steps=curves[1] if curves else None,
+        pairs=_pairs(config.pairs, algorithms) or None,
     )
     files.update({f"rliable_{k}": v for k, v in rliable_files.items()})
     summary = {
@@ -162,3 +166,16 @@ def _markdown(title: str, summary: dict[str, Any], out: Path) -> str:
         if path.endswith(".png"):
             lines.append(f"- {key}: `{Path(path).relative_to(out)}`")
     return "\n".join(lines) + "\n"
+
+
+def _pairs(pairs: tuple[str, ...], algorithms: list[str]) -> list[tuple[str, str]]:
+    """``X,Y`` strings as (X, Y); each name must be a reported algorithm."""
+    out = []
+    for pair in pairs:
+        x, sep, y = pair.partition(",")
+        if not sep or x not in algorithms or y not in algorithms or x == y:
+            raise ConfigError(
+                f"--pairs: {pair!r} must be X,Y with two different algorithms of {algorithms}"
+            )
+        out.append((x, y))
+    return out
