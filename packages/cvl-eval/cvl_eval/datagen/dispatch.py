@@ -83,7 +83,8 @@ class GenerateConfig:
     """Progress bars."""
 
 
-def _check(config: GenerateConfig) -> list[str]:
+def check_generate(config: GenerateConfig) -> list[str]:
+    """The canonical task names of ``config``; a `ConfigError` for anything wrong, before any work."""
     if config.kind not in KINDS:
         raise ConfigError(f"unknown dataset kind {config.kind!r}; choose one of {list(KINDS)}")
     if not config.tasks:
@@ -125,7 +126,7 @@ def dataset_paths(config: GenerateConfig, task: str) -> tuple[Path, Path | None]
 def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
     """Generate (or finish) every task's dataset; returns and writes ``<out_dir>/generation.json``
     entries per task: paths, episodes, transitions, mean return and success of this call."""
-    tasks = _check(config)
+    tasks = check_generate(config)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     log_path = out / "generation.json"

@@ -134,16 +134,11 @@ def _check(config: QuickstartConfig) -> str:
             raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)}")
     if config.cvl_algorithm not in QUICKSTART_MIXED_OVERRIDES:
         raise ConfigError(f"cvl_algorithm must be 'cvl' or 'cvl_mc', got {config.cvl_algorithm!r}")
-    if config.data == "mixture":
-        from cvl_eval.datagen.dispatch import GenerateConfig, behaviour_config
-
-        generate = GenerateConfig(tasks=(task,), kind="mixture", sources=config.sources)
-        try:
-            behaviour_config(generate, task)
-        except ValueError as error:
-            raise ConfigError(f"--sources / --task: {error}") from None
-    elif config.data != "scripted":
+    if config.data not in ("mixture", "scripted"):
         raise ConfigError(f"data must be 'mixture' or 'scripted', got {config.data!r}")
+    from cvl_eval.datagen.dispatch import check_generate
+
+    check_generate(_generate_config(config, task))
     return task
 
 
@@ -227,10 +222,11 @@ def _data_name(config: QuickstartConfig) -> str:
     return "mixed-quality dataset" if config.data == "mixture" else "noisy-expert dataset"
 
 
-def _dataset(config: QuickstartConfig, task: str, root: Path):
-    from cvl_eval.datagen.dispatch import GenerateConfig, generate_task
+def _generate_config(config: QuickstartConfig, task: str):
+    """The quickstart's dataset as a `cvl_eval.datagen.dispatch.GenerateConfig`."""
+    from cvl_eval.datagen.dispatch import GenerateConfig
 
-    generate = GenerateConfig(
+    return GenerateConfig(
         tasks=(task,),
         kind=config.data,
         episodes=config.episodes,
@@ -240,7 +236,12 @@ def _dataset(config: QuickstartConfig, task: str, root: Path):
         seed=config.seed,
         progress=config.progress,
     )
-    return generate_task(generate, task, root / "data" / task)
+
+
+def _dataset(config: QuickstartConfig, task: str, root: Path):
+    from cvl_eval.datagen.dispatch import generate_task
+
+    return generate_task(_generate_config(config, task), task, root / "data" / task)
 
 
 def _train(config: QuickstartConfig, task: str, algorithm: str, root: Path) -> dict[str, Any]:
