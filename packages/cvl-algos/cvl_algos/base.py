@@ -239,12 +239,18 @@ class LearnerBase:
             obs_t = obs_t.unsqueeze(0)
         assert tuple(obs_t.shape[1:]) == self.obs_shape, (tuple(obs_t.shape), self.obs_shape)
         with self.rng_scope():
-            if deterministic:
-                action = self.policy.deterministic(obs_t)
-            else:
-                action, _ = self.policy.sample(obs_t)
+            action = self.policy_action(obs_t, deterministic)
         action = action.float().cpu().numpy()
         return action[0] if single else action
+
+    def policy_action(self, obs_t: torch.Tensor, deterministic: bool) -> torch.Tensor:
+        """(B, A) actions for a batch of observations on the device, inside ``rng_scope``: the
+        policy's mode when ``deterministic``, else one sample. Learners that choose actions
+        otherwise at acting time override this (CVL's ``act_candidates``)."""
+        if deterministic:
+            return self.policy.deterministic(obs_t)
+        action, _ = self.policy.sample(obs_t)
+        return action
 
     # -- checkpoints ------------------------------------------------------------------------------
 

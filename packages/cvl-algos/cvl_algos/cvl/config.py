@@ -74,14 +74,22 @@ class CVLConfig:
     normalize_q: bool = False
     """Divide Q by its detached per-batch mean |Q| in the policy loss (TD3+BC style; an
     ablation switch, not in the paper)."""
-    policy_extraction: Literal["kl", "awr"] = "kl"
+    policy_extraction: Literal["kl", "awr", "crr"] = "kl"
     """"kl": the paper's eq. 13-15 (reparameterised samples maximise Q, plus lambda_bc BC);
     "awr": advantage-weighted regression on dataset actions (`awr_policy_loss`; not in the
-    paper), weights exp(awr_beta * z) with z the batch-standardised advantage."""
+    paper), weights exp(awr_beta * z) with z the batch-standardised advantage; "crr": behaviour
+    cloning of the dataset actions whose Q beats the current policy's mean Q at the same state
+    (CRR's binary weights, `crr_binary_policy_loss`; not in the paper). alpha, lambda_bc,
+    tau_bc and normalize_q only act with "kl"."""
     awr_beta: float = 1.0
     """Inverse temperature of the AWR weights on standardised advantages (not in the paper)."""
     awr_max_weight: float = 100.0
     """Clip of the AWR weights (not in the paper; IQL's reference value)."""
+    act_candidates: int = 0
+    """Acting: 0 acts with the policy's mode (the paper). K > 0 scores the mode and K policy
+    samples with Q (eq. 12, or eq. 11 over the last labelled batch's future states, kept in
+    the checkpoint) and acts with the best (`cvl_algos.cvl.acting`; not in the paper).
+    Deterministic acting only; ``act(..., deterministic=False)`` still samples the policy."""
     log_std_min: float = -5.0
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
@@ -113,10 +121,12 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        if self.policy_extraction not in ("kl", "awr"):
+        if self.policy_extraction not in ("kl", "awr", "crr"):
             raise ValueError(
-                f"policy_extraction must be 'kl' or 'awr', got {self.policy_extraction!r}"
+                f"policy_extraction must be 'kl', 'awr' or 'crr', got {self.policy_extraction!r}"
             )
+        if self.act_candidates < 0:
+            raise ValueError(f"act_candidates must be >= 0, got {self.act_candidates}")
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
 

@@ -21,8 +21,14 @@ import torch
 from torch import Tensor, nn
 
 from cvl_algos.common import polyak_update
+from cvl_algos.cvl.acting import FutureBank, select_action_by_q
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
-from cvl_algos.cvl.losses import awr_policy_loss, contrastive_critic_loss, policy_loss
+from cvl_algos.cvl.losses import (
+    awr_policy_loss,
+    contrastive_critic_loss,
+    crr_binary_policy_loss,
+    policy_loss,
+)
 from cvl_algos.cvl.q import (
     direct_q_fn,
     q_direct_from_latents,
@@ -107,22 +113,29 @@ class CVLLearner(PretrainingLearner):
             seed=self.seed,
         ).to(self.device)
         self.xi_state = XiState(cfg.num_rff_features, cfg.self_normalized).to(self.device)
+        self.future_bank: FutureBank | None = None
+        if cfg.act_candidates > 0 and cfg.q_estimator == "mc":
+            self.future_bank = FutureBank(cfg.batch_size, cfg.latent_dim).to(self.device)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
         self.policy_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
         self._policy_loss = self.maybe_compile(policy_loss)
         self._awr_loss = self.maybe_compile(awr_policy_loss)
+        self._crr_loss = self.maybe_compile(crr_binary_policy_loss)
 
     # -- checkpoint contents ----------------------------------------------------------------------
 
     def state_modules(self) -> dict[str, nn.Module]:
-        return {
+        modules = {
             "critic": self.critic,
             "psi_target": self.psi_target,
             "policy": self.policy,
             "rff": self.rff,
             "xi_state": self.xi_state,
         }
+        if self.future_bank is not None:
+            modules["future_bank"] = self.future_bank
+        return modules
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"critic": self.critic_opt, "policy": self.policy_opt}
@@ -156,16 +169,20 @@ class CVLLearner(PretrainingLearner):
         state.count.add_(1)
         return {"xi_norm": torch.linalg.vector_norm(state.xi)}
 
-    def _policy_step(self, batch: Any, psi_future: Tensor) -> dict[str, Tensor]:
+    def _q_fn(self, psi_future: Tensor | None, reward_future: Tensor | None):
+        """Q of eq. 12 (RFF) or eq. 11 over the given future latents, critic detached."""
         cfg: CVLConfig = self.config
         if cfg.q_estimator == "rff":
-            q_fn = rff_q_fn(
+            return rff_q_fn(
                 self.critic, self.rff, self.xi_state.xi, cfg.discount, self.xi_state.zeta
             )
-        else:
-            q_fn = direct_q_fn(
-                self.critic, psi_future, batch.reward_future, cfg.discount, cfg.self_normalized
-            )
+        return direct_q_fn(
+            self.critic, psi_future, reward_future, cfg.discount, cfg.self_normalized
+        )
+
+    def _policy_step(self, batch: Any, psi_future: Tensor) -> dict[str, Tensor]:
+        cfg: CVLConfig = self.config
+        q_fn = self._q_fn(psi_future, batch.reward_future)
         if cfg.policy_extraction == "awr":
             loss, metrics = self._awr_loss(
                 self.policy,
@@ -174,6 +191,10 @@ class CVLLearner(PretrainingLearner):
                 num_action_samples=cfg.num_action_samples,
                 beta=cfg.awr_beta,
                 max_weight=cfg.awr_max_weight,
+            )
+        elif cfg.policy_extraction == "crr":
+            loss, metrics = self._crr_loss(
+                self.policy, q_fn, batch, num_action_samples=cfg.num_action_samples
             )
         else:
             loss, metrics = self._policy_loss(
@@ -200,8 +221,31 @@ class CVLLearner(PretrainingLearner):
             psi_future = self.psi_target(batch.obs_future)
         if self.config.q_estimator == "rff":
             metrics.update(self._xi_step(psi_future, batch.reward_future))
+        if self.future_bank is not None:
+            self.future_bank.store(psi_future, batch.reward_future)
         metrics.update(self._policy_step(batch, psi_future))
         return metrics
+
+    def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
+        """The policy's mode, or with ``act_candidates`` the best of the mode and that many
+        policy samples by Q (`cvl_algos.cvl.acting`; the same candidates for the same
+        observation on every call); the mode while the direct estimator has no future states
+        yet (before the first labelled update)."""
+        candidates = self.config.act_candidates
+        if not deterministic or candidates == 0:
+            return super().policy_action(obs_t, deterministic)
+        psi_future = reward_future = None
+        if self.future_bank is not None:
+            psi_future, reward_future = self.future_bank.valid()
+            if psi_future.shape[0] == 0:
+                return super().policy_action(obs_t, deterministic)
+        q_fn = self._q_fn(psi_future, reward_future)
+        # Deterministic acting stays deterministic: the candidates are drawn from a generator
+        # seeded afresh on each call, and the learner's own (training) RNG is left untouched.
+        cuda = [self.device.index or 0] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            torch.manual_seed(self.seed)
+            return select_action_by_q(self.policy, q_fn, obs_t, candidates)
 
     # -- pretraining and Q ----------------------------------------------------
 

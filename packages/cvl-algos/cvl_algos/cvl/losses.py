@@ -150,6 +150,32 @@ def standardized_advantage(q_data: Tensor, q_pi: Tensor, eps: float = 1e-6) -> T
     return centred / centred.std(correction=0).clamp_min(eps)
 
 
+def _data_and_policy_q(
+    policy: nn.Module, q_fn: QFn, batch: Any, num_action_samples: int
+) -> tuple[Tensor, Tensor]:
+    """Detached Q of the dataset's actions (B,) and of ``N_a`` current-policy samples (N, B)."""
+    obs_t, action_t = batch.obs_t, batch.action_t
+    assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
+        obs_t.shape,
+        action_t.shape,
+    )
+    with torch.no_grad():
+        actions_pi, _ = policy.sample(obs_t, num_samples=num_action_samples)
+        q_pi = q_fn(obs_t, actions_pi)
+        q_data = q_fn(obs_t, action_t.unsqueeze(0))[0]
+    return q_data, q_pi
+
+
+def _weighted_log_likelihood(
+    policy: nn.Module, batch: Any, weight: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``-sum_i w_i log pi(a_i|s_i) / max(sum_i w_i, 1e-6)`` and the data log-likelihoods."""
+    log_prob_data = policy.log_prob(batch.obs_t, batch.action_t)
+    assert log_prob_data.shape == weight.shape, (log_prob_data.shape, weight.shape)
+    loss = -(weight * log_prob_data).sum() / weight.sum().clamp_min(1e-6)
+    return loss, log_prob_data
+
+
 def awr_policy_loss(
     policy: nn.Module,
     q_fn: QFn,
@@ -167,20 +193,11 @@ def awr_policy_loss(
     its extraction is the KL form of eq. 13-15 (`policy_loss`); this is the standard one-step
     extraction (AWR, Peng et al. 2019; IQL eq. 7), offered as ``policy_extraction="awr"``.
     """
-    obs_t, action_t = batch.obs_t, batch.action_t
-    assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
-        obs_t.shape,
-        action_t.shape,
-    )
+    q_data, q_pi = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
     with torch.no_grad():
-        actions_pi, _ = policy.sample(obs_t, num_samples=num_action_samples)
-        q_pi = q_fn(obs_t, actions_pi)
-        q_data = q_fn(obs_t, action_t.unsqueeze(0))[0]
         z = standardized_advantage(q_data, q_pi)
         weight = torch.exp(beta * z).clamp(max=max_weight)
-    log_prob_data = policy.log_prob(obs_t, action_t)
-    assert log_prob_data.shape == weight.shape, (log_prob_data.shape, weight.shape)
-    loss = -(weight * log_prob_data).sum() / weight.sum()
+    loss, log_prob_data = _weighted_log_likelihood(policy, batch, weight)
     metrics = {
         "policy_loss": loss.detach(),
         "policy_log_prob_data": log_prob_data.detach().mean(),
@@ -190,5 +207,38 @@ def awr_policy_loss(
         "q_std": q_data.std(),
         "q_abs_mean": q_data.abs().mean(),
         "advantage_raw_std": (q_data - q_pi.mean(dim=0)).std(),
+    }
+    return loss, metrics
+
+
+def crr_binary_policy_loss(
+    policy: nn.Module,
+    q_fn: QFn,
+    batch: Any,
+    *,
+    num_action_samples: int = 10,
+) -> tuple[Tensor, dict]:
+    """Advantage-filtered behaviour cloning: CRR's binary weights (Wang et al. 2020, eq. 3).
+
+    ``L = -sum_i w_i log pi(a_i|s_i) / sum_i w_i`` with ``w_i = 1[Q(s_i, a_i) > V(s_i)]``,
+    ``V(s) = mean_n Q(s, a_n)`` over ``N_a`` samples of the current policy (detached). The
+    indicator compares actions *at the same state*, so it is invariant to any positive scale
+    of Q per state (which InfoNCE leaves free, lemma 2) and needs no temperature: the data
+    action is cloned where the critic prefers it to what the policy does now. Not in the paper
+    (its extraction is eq. 13-15, `policy_loss`); offered as ``policy_extraction="crr"``.
+    """
+    q_data, q_pi = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
+    with torch.no_grad():
+        advantage = q_data - reduce(q_pi, "n b -> b", "mean")
+        weight = (advantage > 0).to(q_data.dtype)
+    loss, log_prob_data = _weighted_log_likelihood(policy, batch, weight)
+    metrics = {
+        "policy_loss": loss.detach(),
+        "policy_log_prob_data": log_prob_data.detach().mean(),
+        "crr_kept_fraction": weight.mean(),
+        "q_mean": q_data.mean(),
+        "q_std": q_data.std(),
+        "q_abs_mean": q_data.abs().mean(),
+        "advantage_raw_std": advantage.std(),
     }
     return loss, metrics
