@@ -7,7 +7,7 @@ are skipped with a message):
 
     ./pants run benchmarks/critic_diagnostics.py -- \\
         --run runs/cvl/drawer-open-v3/seed_0 runs/cql/drawer-open-v3/seed_0 \\
-        --dataset data/drawer-open-v3 --out diagnostics.json
+        --dataset data/drawer-open-v3 --out diagnostics.json [--rollouts 3]
 
 or ``PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval
 python benchmarks/critic_diagnostics.py ...``. Prints one table per run; ``--out`` gets
@@ -59,6 +59,14 @@ def parse_args() -> argparse.Namespace:
         default=4096,
         help="future states of CVL's direct (Monte-Carlo) estimator",
     )
+    parser.add_argument(
+        "--rollouts",
+        type=int,
+        default=0,
+        help="also roll out the policy for this many episodes and compare, at its own states, "
+        "Q of its action with Q of the scripted expert's and of uniform actions "
+        "(cvl_eval.analysis.on_policy_critic)",
+    )
     parser.add_argument("--early-steps", type=int, default=EARLY_STEPS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
@@ -81,6 +89,7 @@ def main() -> None:
                 args.seed,
                 args.early_steps,
                 args.device,
+                args.rollouts,
             )
         except ValueError as error:  # no critic (BC), or no successful expert episode
             print(f"{run}: skipped: {error}\n")

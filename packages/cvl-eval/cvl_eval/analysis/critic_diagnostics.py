@@ -349,8 +349,11 @@ def diagnose(
     seed: int = 0,
     early_steps: int = EARLY_STEPS,
     device: str = "cpu",
+    rollouts: int = 0,
 ) -> dict[str, Any]:
-    """Both diagnostics of a saved learner on a dataset, as JSON-able data.
+    """Both diagnostics of a saved learner on a dataset, as JSON-able data, and with
+    ``rollouts`` > 0 the on-policy check on that many episodes of the dataset's task
+    (`cvl_eval.analysis.on_policy_critic`, key ``on_policy``).
 
     The return-to-go uses the learner's discount (0.99 where it has none). Raises ``ValueError``
     naming the algorithm when the learner has no critic.
@@ -363,7 +366,7 @@ def diagnose(
     dataset = open_dataset(dataset_dir)
     q = q_function(learner, dataset, num_futures, seed)
     gamma = float(getattr(getattr(learner, "config", None), "discount", 0.99))
-    return {
+    result = {
         "checkpoint": str(checkpoint),
         "algorithm": getattr(learner, "name", type(learner).__name__),
         "q": q_description(learner),
@@ -374,6 +377,11 @@ def diagnose(
         "return_to_go": spearman_with_return_to_go(q, dataset, gamma, num_samples, seed),
         "counterfactual": counterfactual_ranking(q, dataset, num_states, seed, early_steps),
     }
+    if rollouts > 0:
+        from cvl_eval.analysis.on_policy_critic import on_policy_ranking
+
+        result["on_policy"] = on_policy_ranking(q, learner, dataset.spec.task, rollouts)
+    return result
 
 
 def _fmt(x: float | None, spec: str) -> str:
@@ -407,4 +415,8 @@ def format_diagnostics(result: dict[str, Any]) -> str:
             f"{row['mean_q']:12.4g}"
         )
     lines += [f"  {label:24s} skipped: {reason}" for label, reason in cf["skipped"].items()]
+    if "on_policy" in result:
+        from cvl_eval.analysis.on_policy_critic import format_on_policy
+
+        lines.append(format_on_policy(result["on_policy"]))
     return "\n".join(lines)
