@@ -5,7 +5,7 @@ the issue's is 50k transitions of drawer-open, ``python -m cvl_eval generate --t
 --kind mixture --episodes 100 --out-dir DIR``), 256 x 256 hidden layers, batch 512, Adam at
 3e-4, 1 torch thread by default.
 
-What is timed, per contender: ``steps`` consecutive training steps, each one batch drawn by the
+What is timed, per contender and round: whole training steps until ``seconds`` have passed, each one batch drawn by the
 library's own sampler from the whole dataset plus one update on it (d3rlpy:
 ``ReplayBuffer.sample_transition_batch(512)`` then ``algo.update(batch)``, which is what its
 ``fit`` loop does per step minus logging; ours: ``sampler.sample()`` then ``learner.update``).
@@ -39,7 +39,7 @@ prints how to get it and still times ours. Run (from the repository root):
     /tmp/venv-d3/bin/pip install torch==2.13.0 d3rlpy==2.8.1 einops safetensors
     /tmp/venv-d3/bin/pip install --no-deps -e packages/cvl-data -e packages/cvl-models \\
         -e packages/cvl-algos
-    /tmp/venv-d3/bin/python benchmarks/bench_vs_d3rlpy.py --dataset DIR [--rounds 5 --steps 20]
+    /tmp/venv-d3/bin/python benchmarks/bench_vs_d3rlpy.py --dataset DIR [--rounds 5 --seconds 3]
 
 or without d3rlpy, ours only:
 
@@ -181,19 +181,21 @@ def d3rlpy_contender(name: str, buffer, seed: int = 0) -> Contender:
 
 
 def interleaved_rates(
-    contenders: list[Contender], rounds: int, steps: int, warmup: int
+    contenders: list[Contender], rounds: int, seconds: float, warmup: int
 ) -> dict[str, list[float]]:
-    """Steps/s of each contender in each round; contenders take turns within a round."""
+    """Steps/s of each contender in each round: whole steps until ``seconds`` have passed;
+    contenders take turns within a round."""
     for contender in contenders:
         for _ in range(warmup):
             contender.step()
     rates: dict[str, list[float]] = {c.name: [] for c in contenders}
     for _ in range(rounds):
         for contender in contenders:
-            start = time.perf_counter()
-            for _ in range(steps):
+            steps, start = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - start) < seconds:
                 contender.step()
-            rates[contender.name].append(steps / (time.perf_counter() - start))
+                steps += 1
+            rates[contender.name].append(steps / elapsed)
     return rates
 
 
@@ -266,7 +268,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", required=True, help="a cvl_data state dataset folder")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timed rounds")
-    parser.add_argument("--steps", type=int, default=20, help="steps per contender per round")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="seconds per contender per round"
+    )
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--ours", nargs="*", default=["bc", "cql", "cvl", "cvl_mc"])
@@ -282,12 +286,12 @@ def main() -> None:
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), dataset "
         f"{args.dataset} ({dataset.num_steps} transitions), hidden {HIDDEN}, batch {BATCH}, "
-        f"{args.rounds} rounds x {args.steps} steps after {args.warmup} warm-up"
+        f"{args.rounds} rounds x {args.seconds:g} s after {args.warmup} warm-up steps"
     )
     flops = {c.name: update_flops(c) for c in contenders}
     peak = matmul_flops_per_s()
     print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")
-    rates = interleaved_rates(contenders, args.rounds, args.steps, args.warmup)
+    rates = interleaved_rates(contenders, args.rounds, args.seconds, args.warmup)
     print_table(rates, flops, peak)
 
 
