@@ -5,8 +5,8 @@ the issue's is 50k transitions of drawer-open, ``python -m cvl_eval generate --t
 --kind mixture --episodes 100 --out-dir DIR``), 256 x 256 hidden layers, batch 512, Adam at
 3e-4, 1 torch thread by default.
 
-What is timed, per contender and round: whole training steps until ``seconds`` have passed, each one batch drawn by the
-library's own sampler from the whole dataset plus one update on it (d3rlpy:
+What is timed, per contender and round: whole training steps until ``seconds`` have passed,
+each one batch drawn by the library's own sampler from the whole dataset plus one update on it (d3rlpy:
 ``ReplayBuffer.sample_transition_batch(512)`` then ``algo.update(batch)``, which is what its
 ``fit`` loop does per step minus logging; ours: ``sampler.sample()`` then ``learner.update``).
 Contenders take turns for ``rounds`` rounds (interleaved, so a noisy neighbour hurts all of them

@@ -33,9 +33,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_algos import make_batch  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
+from benchmarks.bench_algos import make_batch  # noqa: E402
 from cvl_algos import make_learner  # noqa: E402
 
 MATMUL = {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::dot"}
