@@ -18,7 +18,9 @@ declarations trainers read instead of knowing algorithms by name (``offline``,
   (calling ``super()``'s, as `cvl_algos.pretraining.PretrainingLearner` does).
 
 ``update(batch)`` runs ``_train_step`` inside the learner's RNG scope, increments ``step`` and
-returns the metrics as floats (one host transfer for all of them).
+returns the metrics as detached 0-d tensors on the learner's device: nothing waits for the
+device, so a trainer reads them only when it logs (`cvl_algos.common.metrics_to_floats`, one
+host transfer for all of them; ``float(m)`` reads one).
 
 Randomness: the learner owns a CPU ``torch.Generator`` (and a CUDA one on CUDA devices). While the
 learner initialises, updates or acts, these states are swapped into torch's global RNG and read
@@ -46,7 +48,7 @@ from cvl_algos.checkpoint import (
     read_checkpoint_state,
     save_checkpoint,
 )
-from cvl_algos.common import config_from_dict, config_to_dict, metrics_to_floats, optimizer_step
+from cvl_algos.common import config_from_dict, config_to_dict, detach_metrics, optimizer_step
 
 __all__ = ["LearnerBase", "PretrainingKind", "SamplerKind", "TrainingData"]
 
@@ -216,12 +218,12 @@ class LearnerBase:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def update(self, batch: Any) -> dict[str, float]:
-        """One gradient step; returns metrics as python floats."""
+    def update(self, batch: Any) -> dict[str, torch.Tensor]:
+        """One gradient step; returns its metrics as detached 0-d tensors (no host sync)."""
         with self.rng_scope():
             metrics = self._train_step(batch)
         self.step += 1
-        return metrics_to_floats(metrics)
+        return detach_metrics(metrics, self.device)
 
     def obs_tensor(self, obs: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Observations on the learner's device: uint8 stays uint8 (pixels), others float32."""

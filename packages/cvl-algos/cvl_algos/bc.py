@@ -17,7 +17,9 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
+from cvl_algos.common import make_adam
 from cvl_models import TanhGaussianPolicy
+from cvl_models.policy import action_log_prob, sample_tanh_gaussian
 
 __all__ = ["BCConfig", "BCLearner", "FilteredBCConfig", "FilteredBCLearner", "bc_loss"]
 
@@ -58,17 +60,20 @@ def bc_loss(
     Args:
         obs: ``(B, *obs_shape)`` dataset states (float states or uint8 pixels).
         action: ``(B, A)`` dataset actions in ``[-1, 1]``.
-        policy: a ``TanhGaussianPolicy``.
+        policy: a ``TanhGaussianPolicy`` (one forward pass serves both terms).
         entropy_coef: tau_BC.
         entropy_samples: samples of the entropy estimate.
     """
     batch_size = obs.shape[0]
     assert action.ndim == 2 and action.shape[0] == batch_size, (obs.shape, action.shape)
-    log_prob = policy.log_prob(obs, action)
+    mean, log_std = policy(obs)  # one network pass for the likelihood and the entropy
+    log_prob = action_log_prob(mean, log_std, action)
     assert log_prob.shape == (batch_size,), log_prob.shape
     nll = -log_prob.mean()
     if entropy_coef != 0.0:
-        entropy = policy.entropy(obs, num_samples=entropy_samples).mean()
+        # = policy.entropy(obs, entropy_samples), from the same pass
+        _, log_prob_samples = sample_tanh_gaussian(mean, log_std, entropy_samples)
+        entropy = -log_prob_samples.mean()
     else:
         entropy = torch.zeros((), device=nll.device)
     loss = nll - entropy_coef * entropy
@@ -91,7 +96,7 @@ class BCLearner(LearnerBase):
             self.policy = TanhGaussianPolicy(
                 self.obs_shape, self.action_dim, cfg.hidden, cfg.log_std_min, cfg.log_std_max
             ).to(self.device)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
+        self.optimizer = make_adam(self.policy.parameters(), cfg.lr)
         self._loss_fn = self.maybe_compile(self.compute_loss)
 
     def state_modules(self) -> dict[str, nn.Module]:

@@ -19,6 +19,8 @@ __all__ = [
     "assert_transition_batch",
     "config_from_dict",
     "config_to_dict",
+    "detach_metrics",
+    "make_adam",
     "frozen_call",
     "metrics_to_floats",
     "optimizer_step",
@@ -45,6 +47,12 @@ def config_from_dict(config_cls: type, values: dict[str, Any]) -> Any:
 
 
 # ----------------------------------------------------------------------------- optimisation
+
+
+def make_adam(params: Iterable[nn.Parameter], lr: float) -> torch.optim.Adam:
+    """Every learner's Adam: the fused kernel (one pass over all parameters; torch's CPU and
+    CUDA builds have it), equal to the default per-tensor loop within float rounding."""
+    return torch.optim.Adam(params, lr=lr, fused=True)
 
 
 def optimizer_step(
@@ -85,6 +93,20 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
             t_buf.lerp_(s_buf, tau)
         else:
             t_buf.copy_(s_buf)
+
+
+def detach_metrics(
+    metrics: dict[str, torch.Tensor | float], device: torch.device
+) -> dict[str, torch.Tensor]:
+    """Metrics as detached 0-d float tensors on ``device``, without waiting for the device;
+    python numbers become tensors (a copy to the device, never a read back)."""
+    out = {}
+    for key, value in metrics.items():
+        if isinstance(value, torch.Tensor):
+            out[key] = value.detach().reshape(())
+        else:
+            out[key] = torch.tensor(float(value), device=device)
+    return out
 
 
 def metrics_to_floats(metrics: dict[str, torch.Tensor | float]) -> dict[str, float]:

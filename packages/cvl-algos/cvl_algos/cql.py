@@ -28,7 +28,8 @@ from einops import rearrange, repeat
 from torch import nn
 
 from cvl_algos import sac
-from cvl_algos.common import Scalar, assert_transition_batch
+from cvl_algos.common import Scalar, assert_transition_batch, make_adam
+from cvl_models.policy import sample_tanh_gaussian
 
 __all__ = [
     "CQLConfig",
@@ -36,7 +37,9 @@ __all__ = [
     "bc_warmstart_actor_loss",
     "cql_lagrange_loss",
     "cql_critic_loss",
+    "cql_proposals",
     "cql_regularizer",
+    "cql_terms",
 ]
 
 
@@ -93,31 +96,64 @@ def cql_regularizer(
 
     Uniform actions use the global torch RNG (the learner's, inside its ``rng_scope``).
     """
-    batch_size = assert_transition_batch(batch, require_reward=False)
-    action_dim = batch.action.shape[1]
-    obs = batch.obs
+    assert_transition_batch(batch, require_reward=False)
     with torch.no_grad():
-        shape = (num_samples, batch_size, action_dim)
-        action_uniform = torch.rand(shape, device=batch.action.device) * 2.0 - 1.0
-        log_mu_uniform = torch.full(
-            (num_samples, batch_size),
-            -action_dim * math.log(2.0),
-            device=batch.action.device,
+        actions, log_mu = cql_proposals(
+            batch.action, policy(batch.obs), policy(batch.obs_next), num_samples
         )
-        action_pi, log_pi = policy.sample(obs, num_samples)
-        action_pi_next, log_pi_next = policy.sample(batch.obs_next, num_samples)
+    q1_many, q2_many = _q_many(critic, batch.obs, actions)
+    q1_data, q2_data = critic(batch.obs, batch.action)
+    return cql_terms(
+        (q1_many, q2_many),
+        (q1_data, q2_data),
+        log_mu,
+        num_samples,
+        temperature,
+        importance_sampling,
+    )
+
+
+def cql_proposals(
+    action: torch.Tensor,
+    dist_obs: tuple[torch.Tensor, torch.Tensor],
+    dist_next: tuple[torch.Tensor, torch.Tensor],
+    num_samples: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``3 N`` proposal actions per state (N, B, A) each of uniform, ``pi(s)``, ``pi(s')``,
+    stacked (3N, B, A), and their log-densities (3N, B), in that RNG order.
+
+    ``dist_obs`` / ``dist_next`` are the policy's ``(mean, log_std)`` at ``s`` and ``s'``;
+    ``action`` (B, A) gives the shape and device.
+    """
+    shape = (num_samples, *action.shape)
+    action_uniform = torch.rand(shape, device=action.device) * 2.0 - 1.0
+    log_mu_uniform = torch.full(shape[:2], -action.shape[1] * math.log(2.0), device=action.device)
+    action_pi, log_pi = sample_tanh_gaussian(*dist_obs, num_samples)
+    action_pi_next, log_pi_next = sample_tanh_gaussian(*dist_next, num_samples)
     actions = torch.cat([action_uniform, action_pi, action_pi_next], dim=0)
     log_mu = torch.cat([log_mu_uniform, log_pi, log_pi_next], dim=0)
-    q1_many, q2_many = _q_many(critic, obs, actions)
-    q1_data, q2_data = critic(obs, batch.action)
+    return actions, log_mu
+
+
+def cql_terms(
+    q_many: tuple[torch.Tensor, torch.Tensor],
+    q_data: tuple[torch.Tensor, torch.Tensor],
+    log_mu: torch.Tensor,
+    num_samples: int,
+    temperature: float,
+    importance_sampling: bool,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``R_1 + R_2`` from both heads' Q of the proposals (3N, B) and of the data (B,)."""
     terms = []
-    for q_many, q_data in ((q1_many, q1_data), (q2_many, q2_data)):
-        scores = q_many - log_mu if importance_sampling else q_many
+    for q_proposals, q_dataset in zip(q_many, q_data, strict=True):
+        scores = q_proposals - log_mu if importance_sampling else q_proposals
         pushed_down = temperature * torch.logsumexp(scores / temperature, dim=0)
-        terms.append(pushed_down.mean() - q_data.mean())
+        terms.append(pushed_down.mean() - q_dataset.mean())
     reg = terms[0] + terms[1]
-    q_uniform = 0.5 * (q1_many[:num_samples] + q2_many[:num_samples])
-    q_pi = 0.5 * (q1_many[num_samples : 2 * num_samples] + q2_many[num_samples : 2 * num_samples])
+    (q1_many, q2_many), (q1_data, q2_data) = q_many, q_data
+    n = num_samples
+    q_uniform = 0.5 * (q1_many[:n] + q2_many[:n])
+    q_pi = 0.5 * (q1_many[n : 2 * n] + q2_many[n : 2 * n])
     metrics = {
         "cql_regularizer": reg.detach(),
         "q_uniform": q_uniform.mean().detach(),
@@ -140,18 +176,41 @@ def cql_critic_loss(
     temperature: float = 1.0,
     importance_sampling: bool = True,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """SAC's critic loss plus ``cql_alpha`` times :func:`cql_regularizer` (wraps, not copies)."""
-    td, metrics = sac.critic_loss(
-        batch, critic, critic_target, policy, alpha, discount, backup_entropy
-    )
-    reg, reg_metrics = cql_regularizer(
-        batch, critic, policy, num_samples, temperature, importance_sampling
+    """SAC's critic loss plus ``cql_alpha`` times :func:`cql_regularizer`, sharing the passes.
+
+    Equals ``sac.critic_loss(...) + cql_alpha * cql_regularizer(...)`` drawing from the RNG in
+    the same order (a test checks it), with each network run once: the policy at ``s`` and
+    ``s'`` in one pass (the TD target's next action and the proposals come from it), the critic
+    on the 3N proposals and the dataset action at ``s`` in one pass (SAC's ``Q(s, a)`` and the
+    regulariser's are the same values).
+    """
+    assert_transition_batch(batch)
+    with torch.no_grad():
+        dist_obs, dist_next = _policy_at_obs_and_next(policy, batch.obs, batch.obs_next)
+        action_next, log_prob_next = sample_tanh_gaussian(*dist_next)
+        target = sac.td_target(
+            batch, critic_target, action_next, log_prob_next, alpha, discount, backup_entropy
+        )
+        actions, log_mu = cql_proposals(batch.action, dist_obs, dist_next, num_samples)
+    with_data = torch.cat([actions, rearrange(batch.action, "b a -> 1 b a")], dim=0)
+    q1_all, q2_all = _q_many(critic, batch.obs, with_data)
+    q_data = (q1_all[-1], q2_all[-1])
+    td, metrics = sac.td_loss(*q_data, target)
+    reg, reg_metrics = cql_terms(
+        (q1_all[:-1], q2_all[:-1]), q_data, log_mu, num_samples, temperature, importance_sampling
     )
     loss = td + cql_alpha * reg
     metrics["td_loss"] = metrics.pop("critic_loss")
     metrics.update(reg_metrics)
     metrics["critic_loss"] = loss.detach()
     return loss, metrics
+
+
+def _policy_at_obs_and_next(policy: nn.Module, obs: torch.Tensor, obs_next: torch.Tensor):
+    """``(mean, log_std)`` of the policy at ``s`` and at ``s'``, from one network pass."""
+    mean, log_std = policy(torch.cat([obs, obs_next], dim=0))
+    half = obs.shape[0]
+    return (mean[:half], log_std[:half]), (mean[half:], log_std[half:])
 
 
 def cql_lagrange_loss(
@@ -204,9 +263,7 @@ class CQLLearner(sac.SACLearner):
         super().__init__(obs_shape, action_dim, config, device, seed)
         self._warmstart_loss_fn = self.maybe_compile(self.compute_warmstart_actor_loss)
         self.log_alpha_prime = Scalar(math.log(max(self.config.cql_alpha, 1e-8))).to(self.device)
-        self.alpha_prime_opt = torch.optim.Adam(
-            self.log_alpha_prime.parameters(), lr=self.config.lr
-        )
+        self.alpha_prime_opt = make_adam(self.log_alpha_prime.parameters(), self.config.lr)
 
     def state_modules(self) -> dict[str, nn.Module]:
         modules = super().state_modules()

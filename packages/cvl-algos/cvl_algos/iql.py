@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import assert_transition_batch, polyak_update
+from cvl_algos.common import assert_transition_batch, make_adam, polyak_update
 from cvl_models import TanhGaussianPolicy, TwinQ, ValueNetwork
 
 __all__ = [
@@ -155,9 +155,9 @@ class IQLLearner(LearnerBase):
             self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
             self.value = ValueNetwork(self.obs_shape, cfg.hidden).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.lr)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
-        self.policy_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
+        self.value_opt = make_adam(self.value.parameters(), cfg.lr)
+        self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
+        self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._value_loss = self.maybe_compile(iql_value_loss)
         self._critic_loss = self.maybe_compile(iql_critic_loss)
         self._policy_loss = self.maybe_compile(awr_policy_loss)

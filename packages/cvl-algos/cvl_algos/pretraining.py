@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import torch
 
 from cvl_algos.base import LearnerBase, PretrainingKind, TrainingData
-from cvl_algos.common import metrics_to_floats
+from cvl_algos.common import detach_metrics
 
 __all__ = [
     "PhaseUpdate",
@@ -59,12 +59,13 @@ class PretrainingLearner(LearnerBase):
         """One pretraining gradient step on ``batch``; returns scalar tensor metrics."""
         raise NotImplementedError
 
-    def pretrain_update(self, batch: Any) -> dict[str, float]:
-        """One pretraining update (``pretrain_steps`` advances, ``step`` does not)."""
+    def pretrain_update(self, batch: Any) -> dict[str, torch.Tensor]:
+        """One pretraining update (``pretrain_steps`` advances, ``step`` does not); metrics as
+        in `LearnerBase.update` (detached 0-d tensors)."""
         with self.rng_scope():
             metrics = self._pretrain_step(batch)
         self.pretrain_steps += 1
-        return metrics_to_floats(metrics)
+        return detach_metrics(metrics, self.device)
 
     def extra_state(self) -> dict[str, Any]:
         return {**super().extra_state(), "pretrain_steps": self.pretrain_steps}
@@ -93,8 +94,8 @@ class PhaseUpdate:
 
     phase: str
     """"pretrain" or "train"."""
-    metrics: dict[str, float]
-    """The metrics this update returned."""
+    metrics: dict[str, torch.Tensor]
+    """The metrics this update returned (detached 0-d tensors)."""
     phase_end: bool
     """This update was the last of the pretraining phase."""
 
@@ -128,7 +129,7 @@ def run_phases(
         yield PhaseUpdate("train", learner.update(train_sampler.sample()), False)
 
 
-Callback = Callable[[str, int, dict[str, float]], None]
+Callback = Callable[[str, int, dict[str, torch.Tensor]], None]
 """``callback(phase, step_in_phase, metrics)`` after each update; phase "pretrain" or "finetune"."""
 
 
@@ -139,7 +140,7 @@ def pretrain_then_finetune(
     finetune_steps: int,
     pretrain_steps: int | None = None,
     callback: Callback | None = None,
-) -> dict[str, float]:
+) -> dict[str, torch.Tensor]:
     """`run_phases` to the end: pretraining (default length ``learner.config.pretrain_steps``),
     then ``finetune_steps`` labelled updates; ``callback`` sees every update.
 
@@ -147,7 +148,7 @@ def pretrain_then_finetune(
         The metrics of the last update (empty if nothing was left to do).
     """
     total = learner.config.pretrain_steps if pretrain_steps is None else pretrain_steps
-    metrics: dict[str, float] = {}
+    metrics: dict[str, torch.Tensor] = {}
     for update in run_phases(learner, pretrain_sampler, finetune_sampler, finetune_steps, total):
         metrics = update.metrics
         if callback is not None:

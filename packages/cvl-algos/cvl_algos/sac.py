@@ -28,11 +28,20 @@ from cvl_algos.common import (
     Scalar,
     assert_transition_batch,
     frozen_call,
+    make_adam,
     polyak_update,
 )
 from cvl_models import TanhGaussianPolicy, TwinQ
 
-__all__ = ["SACConfig", "SACLearner", "actor_loss", "alpha_loss", "critic_loss"]
+__all__ = [
+    "SACConfig",
+    "SACLearner",
+    "actor_loss",
+    "alpha_loss",
+    "critic_loss",
+    "td_loss",
+    "td_target",
+]
 
 
 @dataclass(frozen=True)
@@ -86,16 +95,40 @@ def critic_loss(
         discount: gamma.
         backup_entropy: include ``-alpha log pi(a'|s')`` in the target.
     """
-    batch_size = assert_transition_batch(batch)
+    assert_transition_batch(batch)
     with torch.no_grad():
         action_next, log_prob_next = policy.sample(batch.obs_next)
-        q1_next, q2_next = critic_target(batch.obs_next, action_next)
-        value_next = torch.minimum(q1_next, q2_next)
-        if backup_entropy:
-            value_next = value_next - alpha.detach() * log_prob_next
-        target = batch.reward + discount * (1.0 - batch.terminated) * value_next
+    target = td_target(
+        batch, critic_target, action_next, log_prob_next, alpha, discount, backup_entropy
+    )
     q1, q2 = critic(batch.obs, batch.action)
-    assert q1.shape == q2.shape == (batch_size,), (q1.shape, q2.shape)
+    return td_loss(q1, q2, target)
+
+
+@torch.no_grad()
+def td_target(
+    batch,
+    critic_target: nn.Module,
+    action_next: torch.Tensor,
+    log_prob_next: torch.Tensor,
+    alpha: torch.Tensor,
+    discount: float,
+    backup_entropy: bool,
+) -> torch.Tensor:
+    """``y = r + gamma (1 - terminated) [min_i Qbar_i(s', a') - alpha log pi(a'|s')]`` (B,) for
+    given next actions ``a' ~ pi(s')`` and their log-probabilities (SAC eq. 5's target)."""
+    q1_next, q2_next = critic_target(batch.obs_next, action_next)
+    value_next = torch.minimum(q1_next, q2_next)
+    if backup_entropy:
+        value_next = value_next - alpha.detach() * log_prob_next
+    return batch.reward + discount * (1.0 - batch.terminated) * value_next
+
+
+def td_loss(
+    q1: torch.Tensor, q2: torch.Tensor, target: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """``sum_i mean (Q_i(s, a) - y)^2`` of both heads' (B,) values against the target."""
+    assert q1.shape == q2.shape == target.shape and q1.ndim == 1, (q1.shape, target.shape)
     loss = (q1 - target).square().mean() + (q2 - target).square().mean()
     metrics = {
         "critic_loss": loss.detach(),
@@ -162,9 +195,9 @@ class SACLearner(LearnerBase):
         self.target_entropy = (
             -float(self.action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
         )
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
-        self.actor_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
-        self.alpha_opt = torch.optim.Adam(self.log_alpha.parameters(), lr=cfg.lr)
+        self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
+        self.actor_opt = make_adam(self.policy.parameters(), cfg.lr)
+        self.alpha_opt = make_adam(self.log_alpha.parameters(), cfg.lr)
         self._critic_loss_fn = self.maybe_compile(self.compute_critic_loss)
         self._actor_loss_fn = self.maybe_compile(self.compute_actor_loss)
 

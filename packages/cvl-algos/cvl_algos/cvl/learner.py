@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cvl_algos.common import polyak_update
+from cvl_algos.common import make_adam, polyak_update
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
 from cvl_algos.cvl.losses import (
@@ -116,8 +116,8 @@ class CVLLearner(PretrainingLearner):
         self.future_bank: FutureBank | None = None
         if cfg.act_candidates > 0 and cfg.q_estimator == "mc":
             self.future_bank = FutureBank(cfg.batch_size, cfg.latent_dim).to(self.device)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr)
-        self.policy_opt = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
+        self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
+        self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
         self._policy_loss = self.maybe_compile(policy_loss)
         self._awr_loss = self.maybe_compile(awr_policy_loss)

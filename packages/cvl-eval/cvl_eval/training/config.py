@@ -10,7 +10,7 @@ its pretraining phase, its sampler) comes from its learner class's declarations
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["TRAINER_STATE_VERSION", "StepInfo", "TrainConfig"]
 
@@ -29,8 +29,9 @@ class StepInfo:
     """Reward-free pretraining updates so far."""
     update: int
     """Updates of both phases so far."""
-    metrics: dict[str, float]
-    """The metrics this update returned."""
+    metrics: dict[str, Any]
+    """The metrics this update returned: detached 0-d tensors on the training device
+    (``float(v)`` reads one, which waits for the device)."""
 
 
 @dataclass(frozen=True)

@@ -171,20 +171,21 @@ def _checkpoint_or_stop(
 
 class _Log:
     """Metric averages over ``log_every`` updates (and at the end of each phase) to the logger,
-    and the progress bar's postfix: the learner's ``progress_metrics`` and the last evaluation."""
+    and the progress bar's postfix: the learner's ``progress_metrics`` and the last evaluation.
+
+    The metrics stay on the device between logs (`Session.add_metrics`): they are read back
+    once per log, not once per update."""
 
     def __init__(self, session: Session, bar: Any, total: int) -> None:
         self.session, self.bar, self.total = session, bar, total
-        self.sums = session.window
         self.tick, self.tick_updates = time.monotonic(), session.updates
 
     def add(self, update: PhaseUpdate) -> None:
-        sums, session = self.sums, self.session
-        for key, value in update.metrics.items():
-            sums[key] = sums.get(key, 0.0) + value
-        sums["__count__"] = sums.get("__count__", 0) + 1
+        session = self.session
+        session.add_metrics(update.metrics)
         updates = session.updates
         if updates % session.config.log_every == 0 or updates == self.total or update.phase_end:
+            sums = session.read_window()
             now = time.monotonic()
             rate = (updates - self.tick_updates) / max(now - self.tick, 1e-9)
             record = {

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from cvl_algos.common import metrics_to_floats
 from cvl_data.jsonio import write_json_atomic
 from cvl_eval.rollout.evaluate import EvalResult, evaluate_policy
 from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder, read_json
@@ -59,7 +60,30 @@ class Session:
     started: float
     last_eval: dict | None = None
     window: dict[str, float] = field(default_factory=dict)
-    """Metric sums since the last log (averaged at the next one); count under "__count__"."""
+    """Metric sums since the last log (averaged at the next one); count under "__count__".
+    Updates not yet read from the device wait in ``pending`` (see `add_metrics`)."""
+    pending: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    """Metrics of updates since the window was last read, still as device tensors."""
+
+    def add_metrics(self, metrics: dict[str, torch.Tensor]) -> None:
+        """Queue one update's metrics (0-d tensors) for the window; nothing is read back."""
+        self.pending.append(metrics)
+
+    def read_window(self) -> dict[str, float]:
+        """Fold the queued metrics into ``window`` with one host transfer and return it.
+
+        The sums are accumulated update by update in float64, so they do not depend on when
+        the queue is read (a resumed run logs the same averages as an uninterrupted one).
+        """
+        if self.pending:
+            values = [v.float() for metrics in self.pending for v in metrics.values()]
+            floats = iter(metrics_to_floats(dict(enumerate(values))).values())
+            for metrics in self.pending:
+                for key in metrics:
+                    self.window[key] = self.window.get(key, 0.0) + next(floats)
+                self.window["__count__"] = self.window.get("__count__", 0) + 1
+            self.pending.clear()
+        return self.window
 
     @property
     def pretrain_done(self) -> int:
@@ -84,7 +108,7 @@ class Session:
             "samplers": {k: _sampler_state(s) for k, s in self.samplers.items()},
             "wall_time_s": self.wall_time(),
             "last_eval": self.last_eval,
-            "log_window": self.window,
+            "log_window": self.read_window(),
         }
         write_json_atomic(folder / TRAINER_STATE_FILE, state)
         self.logger.flush()
