@@ -18,11 +18,10 @@ Results are reported per phase of the episode (`PHASES`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-
-from cvl_eval.analysis.critic_diagnostics import QFunction
 
 __all__ = ["PHASES", "format_on_policy", "on_policy_ranking", "rollout_states"]
 
@@ -41,7 +40,7 @@ def rollout_states(
     in every evaluation of the project.
     """
     from cvl_eval.envs.make import make_env
-    from cvl_eval.rollout.evaluate import evaluation_seeds
+    from cvl_eval.envs.seeding import evaluation_seeds
 
     env = make_env(task, seed=seed, max_episode_steps=max_steps)
     columns: dict[str, list] = {"obs": [], "action": [], "t": [], "episode": []}
@@ -66,7 +65,7 @@ def rollout_states(
 
 
 def on_policy_ranking(
-    q: QFunction,
+    q: Callable[[np.ndarray, np.ndarray], np.ndarray],
     learner,
     task: str,
     episodes: int = 3,
@@ -74,7 +73,8 @@ def on_policy_ranking(
     num_uniform: int = 64,
     max_steps: int | None = None,
 ) -> dict[str, Any]:
-    """The check of the module docstring on ``episodes`` rollouts; JSON-able, per phase."""
+    """The check of the module docstring on ``episodes`` rollouts; JSON-able, per phase.
+    ``q`` is a `cvl_eval.analysis.critic_diagnostics.QFunction` (obs, action) -> (N,)."""
     from cvl_eval.envs.experts import ScriptedExpert
 
     visited = rollout_states(learner, task, episodes, seed, max_steps)

@@ -22,6 +22,7 @@ import numpy as np
 from cvl_data.jsonio import to_json_data
 from cvl_eval.envs.expert_scores import normalized_score
 from cvl_eval.envs.make import canonical_name, is_metaworld, make_env
+from cvl_eval.envs.seeding import evaluation_seeds
 from cvl_eval.rollout.episode import step_success
 
 DEFAULT_NUM_ENVS = 10
@@ -29,18 +30,6 @@ DEFAULT_NUM_ENVS = 10
 
 Policy = Callable[[np.ndarray], np.ndarray]
 """A batched policy: observations (N, *obs_shape) -> actions (N, action_dim)."""
-
-
-def evaluation_seeds(seed: int, num_episodes: int) -> tuple[int, ...]:
-    """Per-episode reset seeds derived from ``seed`` (prefix-stable in ``num_episodes``).
-
-    Seeds come from ``numpy.random.SeedSequence([seed, 0xE7A1])`` so that nearby evaluation
-    seeds give unrelated episodes; asking for more episodes only appends seeds.
-    """
-    if num_episodes < 0:
-        raise ValueError(f"num_episodes must be >= 0, got {num_episodes}")
-    words = np.random.SeedSequence([seed, 0xE7A1]).generate_state(num_episodes, dtype=np.uint32)
-    return tuple(int(w) for w in words)
 
 
 @dataclass(frozen=True)
