@@ -23,7 +23,8 @@ from typing import Annotated
 
 import tyro
 
-from cvl_data import ConvertOptions, DatasetError, convert
+from cvl_data import ConvertOptions, convert
+from cvl_eval.cli import run
 
 
 @dataclass(frozen=True)
@@ -38,14 +39,13 @@ class ConvertArgs:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = tyro.cli(ConvertArgs, args=argv, description=__doc__)
-    try:
-        result = convert(args.from_, args.to, args.options)
-    except DatasetError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=1))
-    return 0
+    """Errors (`DatasetError`, `OSError`, ...) print one ``error:`` line and exit 2, as every
+    command does (`cvl_eval.cli.run`; ``--debug`` shows the traceback)."""
+
+    def work(args: ConvertArgs) -> str:
+        return json.dumps(convert(args.from_, args.to, args.options), indent=1)
+
+    return run(ConvertArgs, work, argv, __doc__)
 
 
 if __name__ == "__main__":

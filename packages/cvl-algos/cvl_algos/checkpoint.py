@@ -30,6 +30,7 @@ import binascii
 import json
 import os
 import random
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 from torch import nn
 
@@ -50,6 +52,7 @@ from cvl_algos.checkpoint_files import (
     verify_files,
     write_manifest,
 )
+from cvl_data.jsonio import naming_path
 
 FORMAT_VERSION = 1
 TENSORS_FILE = "tensors.safetensors"
@@ -116,7 +119,13 @@ def _write_files(
     folder: Path, tensors: dict[str, torch.Tensor], document: dict, extra: dict[str, Any]
 ) -> None:
     """Write every file of a checkpoint into ``folder``, the manifest last, all fsynced."""
-    save_file(tensors, str(folder / TENSORS_FILE), metadata={"format": "cvl_algos"})
+    try:
+        save_file(tensors, str(folder / TENSORS_FILE), metadata={"format": "cvl_algos"})
+    except SafetensorError as error:  # e.g. a full disk: an OSError the caller can name
+        code = re.search(r"os error (\d+)", str(error))
+        if code is None:
+            raise
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1)))) from error
     texts = {STATE_FILE: json.dumps(document, indent=1)}
     texts.update({name: json.dumps(value, indent=1) for name, value in extra.items()})
     for name, text in texts.items():
@@ -180,7 +189,8 @@ def save_checkpoint(
     tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        _write_files(tmp, tensors, document, extra)
+        with naming_path(target):  # a full disk names the checkpoint, not its temporary folder
+            _write_files(tmp, tensors, document, extra)
         old = None
         if target.exists():
             old = target.parent / f".{target.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -10,12 +10,13 @@ crash or a power loss.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import platform
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as distribution_version
@@ -24,6 +25,7 @@ from typing import Any
 
 __all__ = [
     "fsync_dir",
+    "naming_path",
     "package_versions",
     "to_json_data",
     "write_json_atomic",
@@ -45,18 +47,38 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def naming_path(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Give an `OSError` raised in the block without a file name (a write or flush on a full
+    disk, an fsync, an ``os.pwrite``: ``[Errno 28] No space left on device``) ``path`` as its
+    ``filename``, so its message says which file; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
 def write_text_atomic(
     path: str | os.PathLike[str], text: str, durable: bool = False, sync_dir: bool = False
 ) -> Path:
-    """Replace ``path`` by ``text`` atomically (parent folders are created); returns the path."""
+    """Replace ``path`` by ``text`` atomically (parent folders are created); returns the path.
+
+    An `OSError` (e.g. a full disk) names ``path`` and leaves neither a temporary file nor a
+    changed ``path`` behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        if durable:
-            os.fsync(handle.fileno())
+    try:
+        with naming_path(path), open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     if durable and sync_dir:
         fsync_dir(path.parent)

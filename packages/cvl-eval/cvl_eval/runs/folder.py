@@ -147,12 +147,50 @@ class RunFolder:
         return self.results.is_file()
 
     def latest_checkpoint(self) -> Path | None:
-        """The newest complete checkpoint folder (from ``checkpoints/latest.json``), or None."""
+        """The newest complete checkpoint folder (from ``checkpoints/latest.json``), or None
+        (also for a missing or unreadable ``latest.json``; `checkpoint_candidates` lists the
+        others)."""
+        folder = self.latest_pointer()
+        return folder if folder is not None and (folder / TRAINER_STATE_FILE).is_file() else None
+
+    def latest_pointer(self) -> Path | None:
+        """The folder ``checkpoints/latest.json`` names (it may be missing), or None when the
+        pointer is missing or unreadable."""
         pointer = self.checkpoints / LATEST_FILE
-        if not pointer.is_file():
+        try:
+            name = read_json(pointer)["dir"]
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        folder = self.checkpoints / read_json(pointer)["dir"]
-        return folder if (folder / TRAINER_STATE_FILE).is_file() else None
+        if not isinstance(name, str) or not name.startswith("step_") or "/" in name:
+            return None
+        return self.checkpoints / name
+
+    def checkpoint_candidates(self) -> list[Path]:
+        """Checkpoint folders a resume may continue from, in order of preference: the one
+        ``latest.json`` names (when it exists), then every other ``step_*`` folder, newest
+        first (kept older checkpoints, or one written but never committed)."""
+        if not self.checkpoints.is_dir():
+            return []
+        steps = sorted(
+            (p for p in self.checkpoints.iterdir() if p.is_dir() and p.name.startswith("step_")),
+            key=lambda p: p.name,
+            reverse=True,
+        )
+        latest = self.latest_pointer()
+        first = [latest] if latest is not None and latest in steps else []
+        return first + [p for p in steps if p not in first]
+
+    def has_checkpoints(self) -> bool:
+        """Whether ``checkpoints/`` holds any checkpoint folder or pointer (valid or not)."""
+        return bool(self.checkpoint_candidates()) or (self.checkpoints / LATEST_FILE).exists()
+
+    def discard_unstarted(self) -> None:
+        """Remove what a start that failed before its first update wrote (the config and the
+        empty logs), so the corrected command runs without ``--resume``; the lock file stays
+        (see `cvl_eval.runs.lock`)."""
+        for path in (self.config, self.metrics, self.evals, self.progress):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(self.tensorboard, ignore_errors=True)
 
     def commit_checkpoint(self, folder: Path, keep: int = 1) -> None:
         """Point ``latest.json`` at ``folder`` (atomically), then delete older checkpoints.

@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from cvl_data.jsonio import naming_path
 from cvl_eval.errors import ConfigError
 
 __all__ = ["LOCK_FILE", "check_not_locked", "hold_run_lock"]
@@ -37,8 +38,9 @@ def hold_run_lock(folder: str | Path) -> Iterator[Path]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         _lock_or_refuse(fd, path)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with naming_path(path):  # e.g. a full disk
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield path
     finally:
         os.close(fd)  # releases the lock

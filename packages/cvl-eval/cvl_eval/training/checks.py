@@ -22,8 +22,11 @@ from cvl_eval.runs.lock import LOCK_FILE, check_not_locked
 from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.overrides import typed_overrides
 
-# Fields that may change when a stopped run is resumed (they do not change the result).
-RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard")
+# Fields that may change when a stopped run is resumed (they do not change the result). The
+# run folder is where it is found (``out_dir``): a moved run folder resumes.
+RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard", "out_dir")
+# Fields holding paths: compared as resolved paths (``./data/x`` is ``data/x``).
+PATH_FIELDS = ("dataset", "pretrain_datasets")
 
 
 def read_dataset_spec(path: str | os.PathLike) -> Any:
@@ -61,15 +64,35 @@ def learner_overrides(config: TrainConfig) -> dict[str, Any]:
                 raise ConfigError(f"{name} given both as a field and in overrides")
             overrides[name] = tuple(value) if name == "hidden" else value
     try:
-        dataclasses.replace(config_cls(), **overrides)
+        learner_config = dataclasses.replace(config_cls(), **overrides)
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{config.algorithm}: invalid learner config: {error}") from None
+    _check_sizes(learner_config, config.algorithm)
     return overrides
+
+
+def _check_sizes(learner_config: Any, algorithm: str) -> None:
+    """Network widths and the batch size are positive (``--hidden``, ``--batch-size`` or an
+    override), refused here rather than deep inside the first network or sampler."""
+    hidden = getattr(learner_config, "hidden", None)
+    if hidden is not None and any(int(width) < 1 for width in hidden):
+        raise ConfigError(
+            f"{algorithm}: hidden = {list(hidden)}: every width must be >= 1 (--hidden or "
+            "override hidden)"
+        )
+    batch_size = getattr(learner_config, "batch_size", None)
+    if batch_size is not None and batch_size < 1:
+        raise ConfigError(
+            f"{algorithm}: batch_size = {batch_size} is out of range: expected >= 1 "
+            "(--batch-size or override batch_size)"
+        )
 
 
 def check_numbers(config: TrainConfig) -> None:
     """Budgets, intervals and counts within their ranges."""
     checks = [
+        ("seed", config.seed >= 0),
+        ("eval_seed", config.eval_seed >= 0),
         ("steps", config.steps >= 1),
         ("log_every", config.log_every >= 1),
         ("eval_every", config.eval_every >= 0),
@@ -82,7 +105,8 @@ def check_numbers(config: TrainConfig) -> None:
     ]
     for name, ok in checks:
         if not ok:
-            raise ConfigError(f"{name} = {getattr(config, name)} is out of range")
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{name} = {getattr(config, name)} is out of range ({flag})")
 
 
 def check_kind(spec: Any, path: str, config: TrainConfig) -> None:
@@ -180,13 +204,38 @@ def check_run_contents(config: TrainConfig, run: RunFolder) -> None:
             )
         return
     if run.config.is_file():
-        stored = read_json(run.config)["train_config"]
+        stored = _stored_train_config(run)
         current = to_json_data(config)
         differ = sorted(
             k
             for k in set(stored) | set(current)
-            if k not in RESUME_FREE_FIELDS and stored.get(k) != current.get(k)
+            if k not in RESUME_FREE_FIELDS
+            and _comparable(k, stored.get(k)) != _comparable(k, current.get(k))
         )
         if differ:
             details = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in differ)
             raise ConfigError(f"cannot resume {run.path} with a different config ({details})")
+
+
+def _stored_train_config(run: RunFolder) -> dict[str, Any]:
+    """The ``train_config`` of the run's ``config.json`` (a `ConfigError` naming the file)."""
+    import json
+
+    try:
+        stored = read_json(run.config)["train_config"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"{run.config}: not a run config ({type(error).__name__}: {error}); cannot resume"
+        ) from None
+    if not isinstance(stored, dict):
+        raise ConfigError(f"{run.config} (field 'train_config'): expected an object")
+    return stored
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """``value`` of config field ``key`` as resume compares it: paths resolved."""
+    if key not in PATH_FIELDS or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [os.path.realpath(v) for v in value]
+    return os.path.realpath(value)

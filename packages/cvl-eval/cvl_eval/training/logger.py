@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cvl_data.jsonio import naming_path
 from cvl_eval.runs.folder import RunFolder
 
 __all__ = ["MetricsLogger"]
@@ -25,8 +26,9 @@ class MetricsLogger:
             self._tb = SummaryWriter(str(run.tensorboard), purge_step=purge_step or None)
 
     def log_metrics(self, record: dict[str, Any], global_step: int, phase: str) -> None:
-        self._metrics.write(json.dumps(record) + "\n")
-        self._metrics.flush()
+        with naming_path(self.run.metrics):  # e.g. a full disk
+            self._metrics.write(json.dumps(record) + "\n")
+            self._metrics.flush()
         if self._tb is not None:
             skip = ("phase", "update", "step", "pretrain_step")
             for key, value in record.items():
@@ -34,8 +36,9 @@ class MetricsLogger:
                     self._tb.add_scalar(f"{phase}/{key}", value, global_step)
 
     def log_eval(self, record: dict[str, Any], global_step: int) -> None:
-        self._evals.write(json.dumps(record) + "\n")
-        self._evals.flush()
+        with naming_path(self.run.evals):
+            self._evals.write(json.dumps(record) + "\n")
+            self._evals.flush()
         if self._tb is not None:
             for key in ("return", "success", "length", "normalized"):
                 if record.get(key) is not None:

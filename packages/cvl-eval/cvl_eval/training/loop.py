@@ -74,12 +74,18 @@ def train(
         check_run_contents(config, run)  # again: another process may have written it meanwhile
         if config.resume and run.finished:
             return run.read_results()
-        if not run.config.exists():
+        fresh = not run.config.exists()
+        if fresh:
             write_json_atomic(run.config, plan.config_record(config))
         threads = config.num_threads
         context = _torch_threads(threads) if threads else contextlib.nullcontext()
         with context, StopFlag() as stop:
-            session = start_session(config, plan, run)
+            try:
+                session = start_session(config, plan, run)
+            except BaseException:
+                if fresh and not run.has_checkpoints():  # nothing ran: no --resume needed
+                    run.discard_unstarted()
+                raise
             try:
                 return _loop(session, stop, callback)
             finally:

@@ -1,5 +1,5 @@
 """One process session of a training run: the learner, its samplers and logger, restored from the
-run's latest checkpoint when resuming, and what the loop does with them (evaluate, log,
+run's newest valid checkpoint when resuming (`cvl_eval.training.resume`), and what the loop does with them (evaluate, log,
 checkpoint). Graceful stops on SIGINT/SIGTERM come from `StopFlag`.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 import torch
 
 from cvl_algos.common import metrics_to_floats
-from cvl_data.jsonio import write_json_atomic
 from cvl_eval.rollout.evaluate import EvalResult, evaluate_policy
-from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder, read_json
+from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder
 from cvl_eval.training.config import TRAINER_STATE_VERSION, TrainConfig
 from cvl_eval.training.logger import MetricsLogger
 from cvl_eval.training.plan import Plan
+from cvl_eval.training.resume import resume_point
 
 __all__ = ["Session", "StopFlag", "evaluate_learner", "start_session"]
 
@@ -99,7 +99,6 @@ class Session:
 
     def save_checkpoint(self) -> None:
         folder = self.run.checkpoint_folder(self.updates)
-        self.learner.save(folder)
         state = {
             "version": TRAINER_STATE_VERSION,
             "updates": self.updates,
@@ -110,7 +109,8 @@ class Session:
             "last_eval": self.last_eval,
             "log_window": self.read_window(),
         }
-        write_json_atomic(folder / TRAINER_STATE_FILE, state)
+        # trainer.json is checksummed with the learner and written in the same atomic save
+        self.learner.save(folder, extra_files={TRAINER_STATE_FILE: state})
         self.logger.flush()
         self.run.write_progress_csv()
         self.run.commit_checkpoint(folder, keep=self.config.keep_checkpoints)
@@ -160,12 +160,11 @@ class StopFlag:
 
 def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
     """Build (or restore from the latest checkpoint) the learner, samplers and logger."""
-    from cvl_algos import load_learner, make_learner
+    from cvl_algos import make_learner
 
-    checkpoint = run.latest_checkpoint() if config.resume else None
-    if checkpoint is not None:
-        learner = load_learner(checkpoint, device=plan.device)
-        trainer = read_json(checkpoint / TRAINER_STATE_FILE)
+    point = resume_point(run, plan.device) if config.resume else None
+    if point is not None:
+        learner, trainer = point
     else:
         learner = make_learner(
             plan.algorithm,
@@ -185,7 +184,7 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
         wall_before = float(trainer["wall_time_s"])
         last_eval = trainer.get("last_eval")
         run.truncate_logs("update", int(trainer["updates"]))
-    elif config.resume:  # resuming a run that never reached a checkpoint: start over
+    elif config.resume:  # a run that never reached a checkpoint (`resume_point`): start over
         run.truncate_logs("update", -1)
     updates = (int(trainer["updates"]) + 1) if trainer is not None else 0
     logger = MetricsLogger(run, config.tensorboard, purge_step=updates)
