@@ -25,7 +25,7 @@ From creating the run folder to the end, the run holds the folder's lock
 step counters) and the samplers' generators are restored from the last checkpoint and logs
 written after it are dropped, so the final checkpoint equals an uninterrupted run's bit for bit.
 SIGINT/SIGTERM stop a run gracefully (checkpoint at the next step boundary, then
-`TrainingStopped`); a second signal interrupts at once.
+`TrainingStopped`); a second SIGINT interrupts at once, a repeated SIGTERM does not.
 """
 
 from __future__ import annotations

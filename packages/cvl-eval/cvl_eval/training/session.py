@@ -136,14 +136,17 @@ class Session:
 
 
 class StopFlag:
-    """SIGINT/SIGTERM -> stop at the next step boundary (a second signal interrupts at once)."""
+    """SIGINT/SIGTERM -> stop at the next step boundary. A second SIGINT (Ctrl-C twice)
+    interrupts at once; SIGTERM never does: supervisors and the sweep workers' parent-death
+    signal (`cvl_eval.pipelines.sweep_worker`) may send it more than once, and the graceful
+    stop must still write its checkpoint."""
 
     def __init__(self) -> None:
         self.requested = False
         self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: Any) -> None:
-        if self.requested:
+        if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.requested = True
 
