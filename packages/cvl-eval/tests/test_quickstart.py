@@ -70,6 +70,7 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
         ({"task": "drawer-opn"}, "unknown environment 'drawer-opn'"),
         ({"task": "MountainCarContinuous-v0"}, "runs on Meta-World tasks"),
         ({"steps": 0}, "steps must be >= 1"),
+        ({"seed": -1}, "seed must be >= 0"),
         ({"cvl_overrides": ("lambda_bd=1",)}, r"unknown learner config field\(s\) \['lambda_bd'\]"),
         ({"task": "pick-place"}, "pick-place: no default mixture"),
         ({"sources": ("teleport",)}, "--sources.*unknown kind 'teleport'"),

@@ -132,6 +132,8 @@ def _check(config: QuickstartConfig) -> str:
     for name in ("episodes", "steps", "eval_episodes", "threads", "batch_size"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)}")
+    if config.seed < 0:
+        raise ConfigError(f"seed must be >= 0, got {config.seed}")
     if config.cvl_algorithm not in QUICKSTART_MIXED_OVERRIDES:
         raise ConfigError(f"cvl_algorithm must be 'cvl' or 'cvl_mc', got {config.cvl_algorithm!r}")
     if config.data not in ("mixture", "scripted"):
