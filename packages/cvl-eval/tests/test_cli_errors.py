@@ -13,7 +13,13 @@ import sys
 import numpy as np
 import pytest
 
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+# The tests run `python -m cvl_eval`: this import puts the package's __main__ (and through it
+# every command) into Pants' test sandbox, which only holds what the test file imports.
+import cvl_eval.__main__  # noqa: F401
+
+# Absolute entries: some commands run with another working directory (Pants puts relative
+# source roots on sys.path).
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path)}
 ENV.pop("CVL_DEBUG", None)
 
 TINY = [

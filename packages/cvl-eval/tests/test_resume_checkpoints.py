@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import cvl_eval.__main__  # noqa: F401  (`python -m cvl_eval` in subprocesses; Pants sandbox)
 from cvl_eval.errors import TrainingStopped
 from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.loop import train
