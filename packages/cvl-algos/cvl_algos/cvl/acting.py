@@ -14,15 +14,17 @@ from einops import rearrange
 from torch import Tensor, nn
 
 from cvl_algos.cvl.losses import QFn
+from cvl_models.policy import sample_tanh_gaussian
 
 __all__ = ["FutureBank", "best_by_q", "candidate_actions", "select_action_by_q"]
 
 
 def candidate_actions(policy: nn.Module, obs_t: Tensor, num_samples: int) -> Tensor:
-    """The policy's mode followed by ``num_samples`` samples: (1 + num_samples, B, A)."""
-    mode = policy.deterministic(obs_t)
-    samples, _ = policy.sample(obs_t, num_samples=num_samples)
-    return torch.cat([rearrange(mode, "b a -> 1 b a"), samples], dim=0)
+    """The policy's mode followed by ``num_samples`` samples: (1 + num_samples, B, A), from one
+    network pass."""
+    mean, log_std = policy(obs_t)
+    samples, _ = sample_tanh_gaussian(mean, log_std, num_samples)
+    return torch.cat([rearrange(torch.tanh(mean), "b a -> 1 b a"), samples], dim=0)
 
 
 def best_by_q(candidates: Tensor, q: Tensor) -> Tensor:

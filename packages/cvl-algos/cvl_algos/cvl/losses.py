@@ -13,6 +13,8 @@ import torch
 from einops import reduce
 from torch import Tensor, nn
 
+from cvl_models.policy import action_log_prob, sample_tanh_gaussian
+
 QFn = Callable[[Tensor, Tensor], Tensor]
 """(obs_t (B, *obs_shape), actions (N, B, A)) -> Q (N, B): Q of N action samples per state."""
 
@@ -152,28 +154,26 @@ def standardized_advantage(q_data: Tensor, q_pi: Tensor, eps: float = 1e-6) -> T
 
 def _data_and_policy_q(
     policy: nn.Module, q_fn: QFn, batch: Any, num_action_samples: int
-) -> tuple[Tensor, Tensor]:
-    """Detached Q of the dataset's actions (B,) and of ``N_a`` current-policy samples (N, B)."""
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Detached Q of the dataset's actions (B,) and of ``N_a`` current-policy samples (N, B),
+    and ``log pi(a|s)`` of the dataset's actions (B, with gradients), from one policy pass."""
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
         obs_t.shape,
         action_t.shape,
     )
+    mean, log_std = policy(obs_t)
     with torch.no_grad():
-        actions_pi, _ = policy.sample(obs_t, num_samples=num_action_samples)
+        actions_pi, _ = sample_tanh_gaussian(mean, log_std, num_action_samples)
         q_pi = q_fn(obs_t, actions_pi)
         q_data = q_fn(obs_t, action_t.unsqueeze(0))[0]
-    return q_data, q_pi
+    return q_data, q_pi, action_log_prob(mean, log_std, action_t)
 
 
-def _weighted_log_likelihood(
-    policy: nn.Module, batch: Any, weight: Tensor
-) -> tuple[Tensor, Tensor]:
-    """``-sum_i w_i log pi(a_i|s_i) / max(sum_i w_i, 1e-6)`` and the data log-likelihoods."""
-    log_prob_data = policy.log_prob(batch.obs_t, batch.action_t)
+def _weighted_log_likelihood(log_prob_data: Tensor, weight: Tensor) -> Tensor:
+    """``-sum_i w_i log pi(a_i|s_i) / max(sum_i w_i, 1e-6)``."""
     assert log_prob_data.shape == weight.shape, (log_prob_data.shape, weight.shape)
-    loss = -(weight * log_prob_data).sum() / weight.sum().clamp_min(1e-6)
-    return loss, log_prob_data
+    return -(weight * log_prob_data).sum() / weight.sum().clamp_min(1e-6)
 
 
 def awr_policy_loss(
@@ -193,11 +193,11 @@ def awr_policy_loss(
     its extraction is the KL form of eq. 13-15 (`policy_loss`); this is the standard one-step
     extraction (AWR, Peng et al. 2019; IQL eq. 7), offered as ``policy_extraction="awr"``.
     """
-    q_data, q_pi = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
+    q_data, q_pi, log_prob_data = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
     with torch.no_grad():
         z = standardized_advantage(q_data, q_pi)
         weight = torch.exp(beta * z).clamp(max=max_weight)
-    loss, log_prob_data = _weighted_log_likelihood(policy, batch, weight)
+    loss = _weighted_log_likelihood(log_prob_data, weight)
     metrics = {
         "policy_loss": loss.detach(),
         "policy_log_prob_data": log_prob_data.detach().mean(),
@@ -227,11 +227,11 @@ def crr_binary_policy_loss(
     action is cloned where the critic prefers it to what the policy does now. Not in the paper
     (its extraction is eq. 13-15, `policy_loss`); offered as ``policy_extraction="crr"``.
     """
-    q_data, q_pi = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
+    q_data, q_pi, log_prob_data = _data_and_policy_q(policy, q_fn, batch, num_action_samples)
     with torch.no_grad():
         advantage = q_data - reduce(q_pi, "n b -> b", "mean")
         weight = (advantage > 0).to(q_data.dtype)
-    loss, log_prob_data = _weighted_log_likelihood(policy, batch, weight)
+    loss = _weighted_log_likelihood(log_prob_data, weight)
     metrics = {
         "policy_loss": loss.detach(),
         "policy_log_prob_data": log_prob_data.detach().mean(),

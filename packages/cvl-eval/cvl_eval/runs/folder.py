@@ -92,6 +92,11 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
+def checkpoint_name(total_updates: int) -> str:
+    """Name of the checkpoint folder taken after ``total_updates`` updates (sorts by step)."""
+    return f"step_{total_updates:010d}"
+
+
 class RunFolder:
     """Paths and small file operations of one run folder (see the module docstring)."""
 
@@ -169,13 +174,7 @@ class RunFolder:
         """Checkpoint folders a resume may continue from, in order of preference: the one
         ``latest.json`` names (when it exists), then every other ``step_*`` folder, newest
         first (kept older checkpoints, or one written but never committed)."""
-        if not self.checkpoints.is_dir():
-            return []
-        steps = sorted(
-            (p for p in self.checkpoints.iterdir() if p.is_dir() and p.name.startswith("step_")),
-            key=lambda p: p.name,
-            reverse=True,
-        )
+        steps = self._step_folders()[::-1]
         latest = self.latest_pointer()
         first = [latest] if latest is not None and latest in steps else []
         return first + [p for p in steps if p not in first]
@@ -199,17 +198,23 @@ class RunFolder:
         between writing and committing) are removed too.
         """
         write_json_atomic(self.checkpoints / LATEST_FILE, {"dir": folder.name})
-        steps = sorted(
-            (p for p in self.checkpoints.iterdir() if p.is_dir() and p.name.startswith("step_")),
-            key=lambda p: p.name,
-        )
+        steps = self._step_folders()
         for old in steps[: max(0, len(steps) - keep)]:
             if old != folder:
                 shutil.rmtree(old, ignore_errors=True)
 
+    def _step_folders(self) -> list[Path]:
+        """The ``step_*`` checkpoint folders, oldest first (their names sort by step)."""
+        if not self.checkpoints.is_dir():
+            return []
+        return sorted(
+            (p for p in self.checkpoints.iterdir() if p.is_dir() and p.name.startswith("step_")),
+            key=lambda p: p.name,
+        )
+
     def checkpoint_folder(self, total_updates: int) -> Path:
-        """Folder name of the checkpoint taken after ``total_updates`` updates (sortable)."""
-        return self.checkpoints / f"step_{total_updates:010d}"
+        """Folder of the checkpoint taken after ``total_updates`` updates (`checkpoint_name`)."""
+        return self.checkpoints / checkpoint_name(total_updates)
 
     def truncate_logs(self, step_key: str, last: int) -> None:
         """Drop records with ``record[step_key] > last`` from metrics.jsonl and evals.jsonl

@@ -12,18 +12,15 @@ reached a checkpoint starts over (`cvl_eval.training.session`).
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from cvl_eval.errors import ConfigError
-from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder
+from cvl_eval.runs.folder import TRAINER_STATE_FILE, RunFolder, checkpoint_name
 from cvl_eval.training.config import TRAINER_STATE_VERSION
 
 __all__ = ["check_trainer_state", "resume_point"]
-
-_STEP_FOLDER = re.compile(r"step_(\d+)")
 
 
 def resume_point(run: RunFolder, device: str) -> tuple[Any, dict[str, Any]] | None:
@@ -102,8 +99,7 @@ def _check_counts(file: Path, counts: dict[str, int], folder: Path, learner: Any
         raise CheckpointError(
             f"{file} (field 'updates'): {updates} != step {step} + pretrain_steps {pretrain}"
         )
-    match = _STEP_FOLDER.fullmatch(folder.name)
-    if match is None or int(match.group(1)) != updates:
+    if folder.name != checkpoint_name(updates):
         raise CheckpointError(
             f"{file} (field 'updates'): {updates}, but the checkpoint folder is {folder.name}"
         )
