@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import multiprocessing
+import sys
 import time
 
 import pytest
@@ -61,6 +62,10 @@ def test_grid_folders_overrides_and_related_task_data(data_root, tmp_path):
         ({"tasks": ("drawer-open",)}, "no dataset at"),
         ({"overrides": ("latent_dim=8",)}, "bc: unknown learner config field(s) ['latent_dim']"),
         ({"workers": 0}, "workers and threads_per_run must be >= 1"),
+        ({"ray_address": "auto"}, "ray_address only apply with --backend ray"),
+        ({"num_cpus": 2.0, "num_gpus": 1.0}, "num_cpus, num_gpus only apply with --backend ray"),
+        ({"backend": "ray", "num_cpus": 0.0}, "num_cpus must be > 0"),
+        ({"backend": "ray", "num_gpus": 1.0}, "num_gpus 1.0 reserves GPUs for runs on device"),
     ],
 )
 def test_bad_sweeps_fail_before_any_process_starts(data_root, tmp_path, changes, message):
@@ -68,6 +73,16 @@ def test_bad_sweeps_fail_before_any_process_starts(data_root, tmp_path, changes,
     with pytest.raises(ConfigError) as error:
         sweep(_config(data_root, out, **changes), progress=False)
     assert message in str(error.value)
+    assert not out.exists()
+
+
+def test_ray_backend_without_ray_installed_is_a_clear_error(data_root, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: import fails
+    out = tmp_path / "sweep"
+    with pytest.raises(
+        ConfigError, match=r"--backend ray needs Ray: pip install 'cvl-eval\[ray\]'"
+    ):
+        sweep(_config(data_root, out, backend="ray"), progress=False)
     assert not out.exists()
 
 

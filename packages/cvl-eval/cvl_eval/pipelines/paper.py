@@ -44,6 +44,12 @@ def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
         eval_episodes=config.eval_episodes,
         eval_max_steps=config.eval_max_steps,
         checkpoint_every=max(budget.eval_every, 1000),
+        backend=config.backend,
+        ray_address=config.ray_address,
+        num_cpus=config.num_cpus,
+        num_gpus=config.num_gpus,
+        wandb=config.wandb,
+        wandb_project=f"cvl-{config.experiment}",
     )
 
 

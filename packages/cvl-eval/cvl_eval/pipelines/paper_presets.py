@@ -273,6 +273,18 @@ class PaperConfig:
     """torch threads per run."""
     device: str = "cpu"
     """Training device (``cuda`` for a GPU)."""
+    backend: Literal["local", "ray"] = "local"
+    """Where the sweep's runs train: local processes, or Ray tasks (README "Running a sweep on a
+    cluster"; data generation and the report stay on this machine)."""
+    ray_address: str | None = None
+    """With ``backend="ray"``: a running cluster (``auto``, ``ray://host:port``); None starts a
+    local instance."""
+    num_cpus: float | None = None
+    """With ``backend="ray"``: CPUs per run (None: ``threads_per_run``)."""
+    num_gpus: float = 0.0
+    """With ``backend="ray"``: GPUs per run."""
+    wandb: bool = False
+    """Also log every run to Weights & Biases."""
     bootstrap_reps: int = 2000
     """Bootstrap replications of the rliable intervals."""
     progress: bool = True

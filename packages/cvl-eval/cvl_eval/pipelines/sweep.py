@@ -17,6 +17,10 @@ from the learners' declarations (`sweep_variants`): every offline algorithm of t
 pretrained on the reward-free data of the task's related tasks, same domain, found in
 ``data_root``; paper sec. 5.2). A learner with ``"self"`` pretraining (``cql_uds``) is given the
 related tasks' data the same way, to share (UDS).
+
+``backend="ray"`` submits each run as a Ray task instead (`cvl_eval.pipelines.sweep_ray`: a local
+instance, or a cluster at ``ray_address``; ``num_cpus`` / ``num_gpus`` reserved per run); the
+guarantees above hold there too, with the run folders on storage every node reaches.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cvl_algos import learner_class, offline_algorithms
 from cvl_algos.pretraining import has_pretraining_phase, pretrained_label
@@ -62,9 +66,21 @@ class SweepConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     """Seeds of every (algorithm, task)."""
     workers: int = 2
-    """Runs trained at the same time (one process each)."""
+    """Runs trained at the same time (one process each; with ``backend="ray"``, Ray tasks in
+    flight)."""
     threads_per_run: int = 1
     """torch CPU threads of each run."""
+    backend: Literal["local", "ray"] = "local"
+    """``local``: processes on this machine; ``ray``: one Ray task per run (``pip install
+    'cvl-eval[ray]'``; run folders and datasets on storage every node reaches)."""
+    ray_address: str | None = None
+    """With ``backend="ray"``: ``auto`` or ``ray://host:port`` joins a running cluster; None
+    starts a local instance of ``workers * num_cpus`` CPUs for this sweep."""
+    num_cpus: float | None = None
+    """With ``backend="ray"``: CPUs each run reserves (None: ``threads_per_run``)."""
+    num_gpus: float = 0.0
+    """With ``backend="ray"``: GPUs each run reserves (fractions share one; needs ``device``
+    cuda)."""
     steps: int = 100_000
     """Gradient steps on the labelled data per run."""
     pretrain_steps: int | None = None
@@ -93,6 +109,11 @@ class SweepConfig:
     """Checkpoint interval (updates)."""
     tensorboard: bool = True
     """Write TensorBoard events in each run folder."""
+    wandb: bool = False
+    """Also log every run to Weights & Biases (``pip install 'cvl-eval[wandb]'``; offline with
+    ``WANDB_MODE=offline``), grouped by the sweep folder's name."""
+    wandb_project: str = "cvl"
+    """Weights & Biases project of the runs."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +195,35 @@ def _env_overrides(task: str, algorithm: str) -> tuple[str, ...]:
     return tuple(f"{key}={json.dumps(value)}" for key, value in fields.items())
 
 
+def _check_backend(config: SweepConfig) -> None:
+    """Ray's settings only with ``backend="ray"``, in range; GPUs only for CUDA runs."""
+    if config.backend not in ("local", "ray"):
+        raise ConfigError(f"backend must be 'local' or 'ray', not {config.backend!r}")
+    ray_fields = {"ray_address": None, "num_cpus": None, "num_gpus": 0.0}
+    if config.backend == "local":
+        set_fields = [k for k, v in ray_fields.items() if getattr(config, k) != v]
+        if set_fields:
+            raise ConfigError(f"{', '.join(set_fields)} only apply with --backend ray")
+        return
+    if config.num_cpus is not None and not config.num_cpus > 0:
+        raise ConfigError(f"num_cpus must be > 0, got {config.num_cpus}")
+    if not config.num_gpus >= 0:
+        raise ConfigError(f"num_gpus must be >= 0, got {config.num_gpus}")
+    if config.num_gpus > 0 and not config.device.startswith("cuda"):
+        raise ConfigError(
+            f"num_gpus {config.num_gpus} reserves GPUs for runs on device "
+            f"{config.device!r}; pass --device cuda"
+        )
+    from cvl_eval.pipelines.sweep_ray import import_ray
+
+    import_ray()  # installed? (a ConfigError saying how, before any work)
+
+
 def expand(config: SweepConfig) -> list[SweepRun]:
     """The grid as runs, in (algorithm, task, seed) order; validates names and combinations."""
     if config.workers < 1 or config.threads_per_run < 1:
         raise ConfigError("workers and threads_per_run must be >= 1")
+    _check_backend(config)
     if not config.algorithms or not config.tasks or not config.seeds:
         raise ConfigError("a sweep needs at least one algorithm, task and seed")
     variants = sweep_variants()
@@ -235,6 +281,9 @@ def _run(config: SweepConfig, label: str, variant: SweepVariant, task: str, seed
         resume=True,
         progress=False,
         tensorboard=config.tensorboard,
+        wandb=config.wandb,
+        wandb_project=config.wandb_project,
+        wandb_group=Path(config.out_dir).resolve().name if config.wandb else None,
     )
     return SweepRun(label, task, seed, train_config)
 
@@ -246,6 +295,12 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
         ConfigError: a bad grid or run config, before any process starts.
         RuntimeError: some runs failed (the others completed; see their ``train.log``).
     """
+    if config.backend == "ray":  # every node finds the folders by the same absolute path
+        config = replace(
+            config,
+            data_root=str(Path(config.data_root).resolve()),
+            out_dir=str(Path(config.out_dir).resolve()),
+        )
     runs = expand(config)
     for run in runs:
         validate(run.config)
@@ -253,7 +308,15 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     todo = [r for r in runs if not RunFolder(r.config.out_dir).finished]
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    completed, failed = _run_processes(todo, config.workers, len(runs), len(finished), progress)
+    outcomes = _Outcomes(len(runs), len(finished), progress)
+    try:
+        if config.backend == "ray":
+            _run_on_ray(todo, config, outcomes)
+        else:
+            _run_processes(todo, config.workers, outcomes)
+    finally:
+        outcomes.close()
+    completed, failed = outcomes.completed, outcomes.failed
     extra = {"sweep_config": to_json_data(config), "failed": failed}
     paths = write_index(find_runs(out), out, extra=extra)
     record = {
@@ -274,18 +337,36 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     return record
 
 
-def _run_processes(
-    todo: list[SweepRun], workers: int, total: int, finished: int, progress: bool
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Train ``todo`` in up to ``workers`` processes at a time; (completed, failed) runs. On an
-    interruption (SIGTERM, Ctrl-C) the running children are stopped gracefully (they checkpoint)."""
-    from tqdm import tqdm
+class _Outcomes:
+    """The runs a sweep completed and those that failed, with the progress bar."""
 
+    def __init__(self, total: int, finished: int, progress: bool) -> None:
+        from tqdm import tqdm
+
+        self.completed: list[str] = []
+        self.failed: list[dict[str, Any]] = []
+        self.bar = tqdm(
+            total=total, initial=finished, desc="sweep", unit="run", disable=not progress
+        )
+
+    def record(self, run: SweepRun, exitcode: int | None, error: str | None = None) -> None:
+        """A run has ended: completed when it exited 0 and wrote its results, else failed."""
+        if exitcode == 0 and RunFolder(run.config.out_dir).finished:
+            self.completed.append(run.config.out_dir)
+            self.bar.update(1)
+        else:
+            self.failed.append(failure_record(run.config, exitcode, error))
+        self.bar.set_postfix(failed=len(self.failed), refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _run_processes(todo: list[SweepRun], workers: int, outcomes: _Outcomes) -> None:
+    """Train ``todo`` in up to ``workers`` processes at a time. On an interruption (SIGTERM,
+    Ctrl-C) the running children are stopped gracefully (they checkpoint)."""
     context = multiprocessing.get_context("spawn")
     running: list[tuple[SweepRun, Any]] = []
-    failed: list[dict[str, Any]] = []
-    completed: list[str] = []
-    bar = tqdm(total=total, initial=finished, desc="sweep", unit="run", disable=not progress)
     queue = list(todo)
     previous = _exit_on_sigterm()
     try:
@@ -308,21 +389,34 @@ def _run_processes(
                     continue
                 process.join()
                 running.remove(item)
-                if process.exitcode == 0 and RunFolder(run.config.out_dir).finished:
-                    completed.append(run.config.out_dir)
-                    bar.update(1)
-                else:
-                    failed.append(failure_record(run.config, process.exitcode))
-                bar.set_postfix(running=len(running), failed=len(failed), refresh=False)
+                outcomes.record(run, process.exitcode)
     finally:
         for _, process in running:  # interrupted: stop children gracefully (they checkpoint)
             process.terminate()
         for _, process in running:
             process.join(timeout=60)
-        bar.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    return completed, failed
+
+
+def _run_on_ray(todo: list[SweepRun], config: SweepConfig, outcomes: _Outcomes) -> None:
+    """Train ``todo`` as Ray tasks (`cvl_eval.pipelines.sweep_ray`); an interruption cancels
+    the tasks in flight, whose runs checkpoint before they stop."""
+    from cvl_eval.pipelines.sweep_ray import RayBackend
+
+    jobs = []
+    for run in todo:
+        folder = RunFolder(run.config.out_dir)
+        folder.path.mkdir(parents=True, exist_ok=True)
+        jobs.append((run.config, str(folder.log)))
+    num_cpus = config.num_cpus if config.num_cpus is not None else config.threads_per_run
+    previous = _exit_on_sigterm()
+    try:
+        with RayBackend(config.ray_address, num_cpus, config.num_gpus, config.workers) as ray:
+            ray.run(jobs, lambda index, code, error: outcomes.record(todo[index], code, error))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _exit_on_sigterm() -> Any:

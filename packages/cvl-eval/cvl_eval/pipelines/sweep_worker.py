@@ -24,7 +24,14 @@ from typing import Any
 from cvl_data.jsonio import write_json_atomic
 from cvl_eval.training.config import TrainConfig
 
-__all__ = ["ERROR_FILE", "failure_record", "read_error", "train_in_child"]
+__all__ = [
+    "ERROR_FILE",
+    "config_from_json",
+    "failure_record",
+    "main",
+    "read_error",
+    "train_in_child",
+]
 
 ERROR_FILE = "error.json"
 """The error of a run's last failed attempt in a sweep (removed when an attempt starts)."""
@@ -78,14 +85,35 @@ def _die_with(parent_pid: int) -> None:
         raise SystemExit(1)
 
 
-def failure_record(config: TrainConfig, exitcode: int | None) -> dict[str, Any]:
-    """What a sweep records of a failed run: folder, exit code, error line, log, config."""
+def failure_record(
+    config: TrainConfig, exitcode: int | None, error: str | None = None
+) -> dict[str, Any]:
+    """What a sweep records of a failed run: folder, exit code, error line (the run's own, else
+    ``error``, e.g. the Ray task's), log, config."""
     from cvl_data.jsonio import to_json_data
 
     return {
         "run": config.out_dir,
         "exitcode": exitcode,
-        "error": read_error(config.out_dir) or f"exit code {exitcode} (no error recorded)",
+        "error": read_error(config.out_dir) or error or f"exit code {exitcode} (no error recorded)",
         "log": str(Path(config.out_dir) / "train.log"),
         "config": to_json_data(config),
     }
+
+
+def config_from_json(data: dict[str, Any]) -> TrainConfig:
+    """The `TrainConfig` that ``to_json_data`` turned into ``data`` (lists back to tuples)."""
+    return TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m cvl_eval.pipelines.sweep_worker CONFIG_JSON LOG_PATH PARENT_PID``: one run
+    in a fresh interpreter (a Ray task's child, `cvl_eval.pipelines.sweep_ray`)."""
+    import json
+
+    config_json, log_path, parent_pid = argv if argv is not None else sys.argv[1:]
+    train_in_child(config_from_json(json.loads(config_json)), log_path, int(parent_pid))
+
+
+if __name__ == "__main__":
+    main()

@@ -7,5 +7,6 @@
 | `plan` | `validate(config) -> Plan`: what the run will do; its data sources and samplers |
 | `session` | the learner, samplers and logger of one process session, restored on resume |
 | `loop` | `train(config)`: the updates, logging, evaluation, checkpoints, ``results.json`` |
-| `logger` | `MetricsLogger`: ``metrics.jsonl`` / ``evals.jsonl`` and TensorBoard |
+| `logger` | `MetricsLogger`: ``metrics.jsonl`` / ``evals.jsonl``, TensorBoard, optional W&B |
+| `wandb_sink` | `WandbSink`: the optional Weights & Biases logger (``--wandb``) |
 """

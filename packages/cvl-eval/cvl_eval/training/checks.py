@@ -24,7 +24,16 @@ from cvl_eval.training.overrides import typed_overrides
 
 # Fields that may change when a stopped run is resumed (they do not change the result). The
 # run folder is where it is found (``out_dir``): a moved run folder resumes.
-RESUME_FREE_FIELDS = ("resume", "progress", "num_threads", "tensorboard", "out_dir")
+RESUME_FREE_FIELDS = (
+    "resume",
+    "progress",
+    "num_threads",
+    "tensorboard",
+    "wandb",
+    "wandb_project",
+    "wandb_group",
+    "out_dir",
+)
 # Fields holding paths: compared as resolved paths (``./data/x`` is ``data/x``).
 PATH_FIELDS = ("dataset", "pretrain_datasets")
 
@@ -107,6 +116,10 @@ def check_numbers(config: TrainConfig) -> None:
         if not ok:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{name} = {getattr(config, name)} is out of range ({flag})")
+    if config.wandb:
+        from cvl_eval.training.wandb_sink import import_wandb
+
+        import_wandb()
 
 
 def check_kind(spec: Any, path: str, config: TrainConfig) -> None:

@@ -105,5 +105,12 @@ class TrainConfig:
     """Show a tqdm progress bar."""
     tensorboard: bool = True
     """Write TensorBoard events to ``<out_dir>/tb``."""
+    wandb: bool = False
+    """Also log metrics and evaluations to Weights & Biases (``pip install 'cvl-eval[wandb]'``;
+    files in ``<out_dir>/wandb``; ``WANDB_MODE=offline`` keeps them local). Off by default."""
+    wandb_project: str = "cvl"
+    """Weights & Biases project."""
+    wandb_group: str | None = None
+    """Weights & Biases group (a sweep sets its folder's name)."""
     verify_checksums: bool = False
     """Check the datasets' sha256 checksums when opening them (content checks always run)."""

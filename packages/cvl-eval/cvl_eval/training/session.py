@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,6 +21,7 @@ from cvl_eval.training.config import TRAINER_STATE_VERSION, TrainConfig
 from cvl_eval.training.logger import MetricsLogger
 from cvl_eval.training.plan import Plan
 from cvl_eval.training.resume import resume_point
+from cvl_eval.training.wandb_sink import WandbSink
 
 __all__ = ["Session", "StopFlag", "evaluate_learner", "start_session"]
 
@@ -190,7 +192,7 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
     elif config.resume:  # a run that never reached a checkpoint (`resume_point`): start over
         run.truncate_logs("update", -1)
     updates = (int(trainer["updates"]) + 1) if trainer is not None else 0
-    logger = MetricsLogger(run, config.tensorboard, purge_step=updates)
+    logger = MetricsLogger(run, config.tensorboard, purge_step=updates, wandb=_wandb(config, run))
     return Session(
         plan=plan,
         config=config,
@@ -203,3 +205,14 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
         last_eval=last_eval,
         window=dict(trainer.get("log_window", {})) if trainer is not None else {},
     )
+
+
+def _wandb(config: TrainConfig, run: RunFolder) -> WandbSink | None:
+    """The run's W&B sink when ``config.wandb`` (named by the run's label, task and seed)."""
+    if not config.wandb:
+        return None
+    from cvl_data.jsonio import to_json_data
+
+    task = config.task or Path(config.dataset).name
+    name = f"{config.label or config.algorithm}/{task}/seed_{config.seed}"
+    return WandbSink(run.path, config.wandb_project, config.wandb_group, name, to_json_data(config))

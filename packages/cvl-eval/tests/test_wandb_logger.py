@@ -1,0 +1,138 @@
+"""The optional Weights & Biases logger, for real and offline (``WANDB_MODE=offline``): the run's
+files in ``<run>/wandb``, every metric and evaluation of ``metrics.jsonl`` / ``evals.jsonl`` at
+the same step, the config, one W&B run id per run folder that a resumed run continues; off by
+default; a clear error where wandb is not installed."""
+
+import json
+import sys
+
+import pytest
+
+from cvl_eval.errors import ConfigError, TrainingStopped
+from cvl_eval.training.config import TrainConfig
+from cvl_eval.training.loop import train
+from cvl_eval.training.wandb_sink import wandb_run_id
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+
+
+def _config(data_root, out, **kw):
+    base = dict(
+        dataset=str(data_root / "reach-v3"),
+        out_dir=str(out),
+        algorithm="bc",
+        steps=8,
+        hidden=(8, 8),
+        batch_size=8,
+        log_every=2,
+        eval_every=4,
+        eval_episodes=1,
+        eval_max_steps=5,
+        checkpoint_every=4,
+        progress=False,
+        tensorboard=False,
+        wandb=True,
+        wandb_project="cvl-test",
+    )
+    return TrainConfig(**{**base, **kw})
+
+
+def _records(path):
+    """The protobuf records of a ``.wandb`` file (LevelDB log format: 32 KiB blocks of chunks,
+    each with a 7-byte header: crc32, length, type 1 full / 2 first / 3 middle / 4 last)."""
+    from wandb.proto import wandb_internal_pb2
+
+    data = path.read_bytes()
+    assert data[:4] == b":W&B", f"{path} is not a W&B datastore file"
+    pos, block, pending = 7, 32768, b""
+    while pos + 7 <= len(data):
+        left = block - pos % block
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        if left < 7 or (length == 0 and kind == 0):  # block trailer / padding
+            pos += left
+            continue
+        pending += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):
+            record = wandb_internal_pb2.Record()
+            record.ParseFromString(pending)
+            yield record
+            pending = b""
+
+
+def _history(run_file):
+    """``{step: {key: value}}`` of the history records, and the run's config."""
+    history, config = {}, {}
+    for record in _records(run_file):
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            items = {
+                i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                for i in record.history.item
+            }
+            step = items.pop("_step")
+            history.setdefault(step, {}).update(
+                {k: v for k, v in items.items() if not k.startswith("_")}
+            )
+        elif kind == "run":
+            config.update({i.key: json.loads(i.value_json) for i in record.run.config.update})
+    return history, config
+
+
+def _run_files(out):
+    return sorted((out / "wandb").glob("offline-run-*/run-*.wandb"))
+
+
+def test_wandb_logs_what_the_run_logs_and_a_resumed_run_continues_it(data_root, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(TrainingStopped):  # stopped gracefully after 5 updates
+        train(_config(data_root, out), callback=lambda info: info.update == 5)
+    (first,) = _run_files(out)
+    run_id = wandb_run_id(out)
+    assert first.name == f"run-{run_id}.wandb" and first.parent.name.endswith(run_id)
+
+    train(_config(data_root, out, resume=True))  # continues the same W&B run
+    files = _run_files(out)
+    assert len(files) == 2 and all(f.name == f"run-{run_id}.wandb" for f in files)
+
+    history, config = {}, {}
+    for run_file in files:
+        part, part_config = _history(run_file)
+        for step, values in part.items():
+            history.setdefault(step, {}).update(values)
+        config.update(part_config)
+    expected = {}
+    for line in (out / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        skip = ("phase", "update", "step", "pretrain_step")
+        values = {f"{record['phase']}/{k}": v for k, v in record.items() if k not in skip}
+        expected.setdefault(record["update"], {}).update(values)
+    for line in (out / "evals.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        values = {f"eval/{k}": record[k] for k in ("return", "success", "length")}
+        expected.setdefault(record["update"], {}).update(values)
+    assert sorted(expected) == sorted(history)
+    for step, values in expected.items():
+        for key, value in values.items():
+            assert history[step][key] == pytest.approx(value), (step, key)
+    assert config["algorithm"] == "bc" and config["steps"] == 8 and config["out_dir"] == str(out)
+
+
+def test_wandb_is_off_by_default(data_root, tmp_path):
+    out = tmp_path / "run"
+    train(_config(data_root, out, wandb=False))
+    assert not (out / "wandb").exists()
+
+
+def test_wandb_missing_is_a_clear_error_before_any_work(data_root, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed: import fails
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match=r"--wandb needs Weights & Biases: pip install"):
+        train(_config(data_root, out))
+    assert not out.exists()
