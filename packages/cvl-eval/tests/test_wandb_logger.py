@@ -20,6 +20,10 @@ def _offline(monkeypatch, tmp_path):
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+    # W&B's own limits (90 s for init, 30 s for its service to start) were exceeded once on
+    # this 2-core machine with four other busy processes; a shared CI machine gets more time.
+    monkeypatch.setenv("WANDB_INIT_TIMEOUT", "600")
+    monkeypatch.setenv("WANDB_X_SERVICE_WAIT", "300")
 
 
 def _config(data_root, out, **kw):

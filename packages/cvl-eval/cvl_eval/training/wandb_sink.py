@@ -49,7 +49,6 @@ class WandbSink:
             resume="allow",
             dir=str(run_dir),
             config=config,
-            reinit="create_new",
         )
 
     def log(self, scalars: dict[str, float], step: int) -> None:
