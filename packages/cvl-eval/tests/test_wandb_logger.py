@@ -4,11 +4,16 @@ the same step, the config, one W&B run id per run folder that a resumed run cont
 default; a clear error where wandb is not installed."""
 
 import json
+import os
+import subprocess
 import sys
+import textwrap
 
 import pytest
 
-from cvl_eval.errors import ConfigError, TrainingStopped
+import cvl_eval.pipelines.sweep_worker  # noqa: F401 - the child imports it (Pants: in the sandbox)
+from cvl_data.jsonio import to_json_data
+from cvl_eval.errors import ConfigError
 from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.loop import train
 from cvl_eval.training.wandb_sink import wandb_run_id
@@ -71,10 +76,12 @@ def _records(path):
 
 
 def _history(run_file):
-    """``{step: {key: value}}`` of the history records, and the run's config."""
-    history, config = {}, {}
+    """``{step: {key: value}}`` of the history records, and the run's config; asserts that the
+    file holds the run's exit record (the run was finished and its file flushed)."""
+    history, config, kinds = {}, {}, []
     for record in _records(run_file):
         kind = record.WhichOneof("record_type")
+        kinds.append(kind)
         if kind == "history":
             items = {
                 i.key or "/".join(i.nested_key): json.loads(i.value_json)
@@ -86,7 +93,32 @@ def _history(run_file):
             )
         elif kind == "run":
             config.update({i.key: json.loads(i.value_json) for i in record.run.config.update})
+    assert "exit" in kinds, f"{run_file}: no exit record; records: {kinds}"
     return history, config
+
+
+TRAIN_IN_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from cvl_eval.errors import TrainingStopped
+    from cvl_eval.pipelines.sweep_worker import config_from_json
+    from cvl_eval.training.loop import train
+
+    config, stop_at = config_from_json(json.loads(sys.argv[1])), int(sys.argv[2])
+    try:
+        train(config, callback=lambda info: info.update == stop_at)
+    except TrainingStopped:
+        pass
+    """
+)
+
+
+def _train_in_process(config, stop_at=-1):
+    """Train ``config`` in a fresh interpreter (stopping gracefully after ``stop_at`` updates)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path)}
+    command = [sys.executable, "-c", TRAIN_IN_CHILD, json.dumps(to_json_data(config)), str(stop_at)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def _run_files(out):
@@ -94,14 +126,15 @@ def _run_files(out):
 
 
 def test_wandb_logs_what_the_run_logs_and_a_resumed_run_continues_it(data_root, tmp_path):
+    # As runs are used (one process each: the CLI, a sweep's child), a run stopped gracefully
+    # after 5 updates, then resumed by another process.
     out = tmp_path / "run"
-    with pytest.raises(TrainingStopped):  # stopped gracefully after 5 updates
-        train(_config(data_root, out), callback=lambda info: info.update == 5)
+    _train_in_process(_config(data_root, out), stop_at=5)
     (first,) = _run_files(out)
     run_id = wandb_run_id(out)
     assert first.name == f"run-{run_id}.wandb" and first.parent.name.endswith(run_id)
 
-    train(_config(data_root, out, resume=True))  # continues the same W&B run
+    _train_in_process(_config(data_root, out, resume=True))  # continues the same W&B run
     files = _run_files(out)
     assert len(files) == 2 and all(f.name == f"run-{run_id}.wandb" for f in files)
 
@@ -121,7 +154,7 @@ def test_wandb_logs_what_the_run_logs_and_a_resumed_run_continues_it(data_root, 
         record = json.loads(line)
         values = {f"eval/{k}": record[k] for k in ("return", "success", "length")}
         expected.setdefault(record["update"], {}).update(values)
-    assert sorted(expected) == sorted(history)
+    assert sorted(expected) == sorted(history), [sorted(_history(f)[0]) for f in files]
     for step, values in expected.items():
         for key, value in values.items():
             assert history[step][key] == pytest.approx(value), (step, key)
