@@ -308,7 +308,10 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
     todo = [r for r in runs if not RunFolder(r.config.out_dir).finished]
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for run in todo:
+        RunFolder(run.config.out_dir).path.mkdir(parents=True, exist_ok=True)
     outcomes = _Outcomes(len(runs), len(finished), progress)
+    previous = _exit_on_sigterm()  # a SIGTERM stops the runs gracefully (they checkpoint)
     try:
         if config.backend == "ray":
             _run_on_ray(todo, config, outcomes)
@@ -316,6 +319,8 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
             _run_processes(todo, config.workers, outcomes)
     finally:
         outcomes.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     completed, failed = outcomes.completed, outcomes.failed
     extra = {"sweep_config": to_json_data(config), "failed": failed}
     paths = write_index(find_runs(out), out, extra=extra)
@@ -368,16 +373,13 @@ def _run_processes(todo: list[SweepRun], workers: int, outcomes: _Outcomes) -> N
     context = multiprocessing.get_context("spawn")
     running: list[tuple[SweepRun, Any]] = []
     queue = list(todo)
-    previous = _exit_on_sigterm()
     try:
         while queue or running:
             while queue and len(running) < workers:
                 run = queue.pop(0)
-                folder = RunFolder(run.config.out_dir)
-                folder.path.mkdir(parents=True, exist_ok=True)
                 process = context.Process(
                     target=train_in_child,
-                    args=(run.config, str(folder.log), os.getpid()),
+                    args=(run.config, str(RunFolder(run.config.out_dir).log), os.getpid()),
                     daemon=False,
                 )
                 process.start()
@@ -395,8 +397,6 @@ def _run_processes(todo: list[SweepRun], workers: int, outcomes: _Outcomes) -> N
             process.terminate()
         for _, process in running:
             process.join(timeout=60)
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _run_on_ray(todo: list[SweepRun], config: SweepConfig, outcomes: _Outcomes) -> None:
@@ -404,19 +404,10 @@ def _run_on_ray(todo: list[SweepRun], config: SweepConfig, outcomes: _Outcomes) 
     the tasks in flight, whose runs checkpoint before they stop."""
     from cvl_eval.pipelines.sweep_ray import RayBackend
 
-    jobs = []
-    for run in todo:
-        folder = RunFolder(run.config.out_dir)
-        folder.path.mkdir(parents=True, exist_ok=True)
-        jobs.append((run.config, str(folder.log)))
+    jobs = [(run.config, str(RunFolder(run.config.out_dir).log)) for run in todo]
     num_cpus = config.num_cpus if config.num_cpus is not None else config.threads_per_run
-    previous = _exit_on_sigterm()
-    try:
-        with RayBackend(config.ray_address, num_cpus, config.num_gpus, config.workers) as ray:
-            ray.run(jobs, lambda index, code, error: outcomes.record(todo[index], code, error))
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with RayBackend(config.ray_address, num_cpus, config.num_gpus, config.workers) as ray:
+        ray.run(jobs, lambda index, code, error: outcomes.record(todo[index], code, error))
 
 
 def _exit_on_sigterm() -> Any:

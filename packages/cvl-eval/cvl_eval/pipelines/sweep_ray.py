@@ -2,8 +2,8 @@
 
 Each run is one Ray task (`_train_run`) that reserves ``num_cpus`` / ``num_gpus`` of the cluster
 and trains the run exactly as the local backend does: in a fresh child process
-(`cvl_eval.pipelines.sweep_worker.train_in_child`, started as ``python -m``; ``resume=True``, output in the run's
-``train.log``, the error line in its ``error.json``). The child dies with the Ray worker that
+(`cvl_eval.pipelines.sweep_worker.train_in_child`, started as ``python -m``; ``resume=True``,
+output in the run's ``train.log``, the error line in its ``error.json``). The child dies with the Ray worker that
 started it (SIGTERM through ``PR_SET_PDEATHSIG``: it checkpoints and stops), so a cancelled task
 or a killed sweep leaves a checkpoint to resume from and no orphan training.
 
@@ -64,7 +64,7 @@ def _train_run(config: TrainConfig, log_path: str) -> int:
         if child.poll() is None:
             child.terminate()  # SIGTERM: checkpoint and stop
             try:
-                child.wait(120)
+                child.wait(_STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 child.kill()
 

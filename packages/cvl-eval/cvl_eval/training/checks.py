@@ -1,7 +1,7 @@
 """Checks of the parts of a `TrainConfig`, each raising `ConfigError` with what to fix.
 
 `cvl_eval.training.plan.validate` runs them all: the algorithm (`check_algorithm`), numbers in
-range (`check_numbers`), learner overrides (`learner_overrides`, typed by
+range (`check_numbers`), optional loggers installed (`check_loggers`), learner overrides (`learner_overrides`, typed by
 `cvl_eval.training.overrides`), datasets read from their ``meta.json`` only
 (`read_dataset_spec`, `check_kind`, `check_data`), the device (`resolve_device`), the
 pretraining budget (`resolve_pretrain_steps`) and the run folder (`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
@@ -116,6 +116,10 @@ def check_numbers(config: TrainConfig) -> None:
         if not ok:
             flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{name} = {getattr(config, name)} is out of range ({flag})")
+
+
+def check_loggers(config: TrainConfig) -> None:
+    """The optional loggers asked for are installed (``wandb``)."""
     if config.wandb:
         from cvl_eval.training.wandb_sink import import_wandb
 

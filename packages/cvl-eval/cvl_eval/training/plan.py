@@ -23,6 +23,7 @@ from cvl_eval.training.checks import (
     check_algorithm,
     check_data,
     check_kind,
+    check_loggers,
     check_numbers,
     check_run_folder,
     learner_overrides,
@@ -101,6 +102,7 @@ def validate(config: TrainConfig) -> Plan:
     """
     learner_cls = check_algorithm(config)
     check_numbers(config)
+    check_loggers(config)
     spec = read_dataset_spec(config.dataset)
     check_kind(spec, config.dataset, config)
     task = _task(config, spec)

@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -192,7 +191,9 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
     elif config.resume:  # a run that never reached a checkpoint (`resume_point`): start over
         run.truncate_logs("update", -1)
     updates = (int(trainer["updates"]) + 1) if trainer is not None else 0
-    logger = MetricsLogger(run, config.tensorboard, purge_step=updates, wandb=_wandb(config, run))
+    logger = MetricsLogger(
+        run, config.tensorboard, purge_step=updates, wandb=_wandb(config, plan, run)
+    )
     return Session(
         plan=plan,
         config=config,
@@ -207,12 +208,11 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
     )
 
 
-def _wandb(config: TrainConfig, run: RunFolder) -> WandbSink | None:
+def _wandb(config: TrainConfig, plan: Plan, run: RunFolder) -> WandbSink | None:
     """The run's W&B sink when ``config.wandb`` (named by the run's label, task and seed)."""
     if not config.wandb:
         return None
     from cvl_data.jsonio import to_json_data
 
-    task = config.task or Path(config.dataset).name
-    name = f"{config.label or config.algorithm}/{task}/seed_{config.seed}"
+    name = f"{plan.label}/{plan.task}/seed_{config.seed}"
     return WandbSink(run.path, config.wandb_project, config.wandb_group, name, to_json_data(config))
