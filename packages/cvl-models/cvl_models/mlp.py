@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from cvl_models._checks import check_trailing
@@ -77,5 +78,44 @@ class DenseMLP(nn.Module):
             h = torch.cat([z, x], dim=-1)
         return self.out(h)
 
+    def forward_shared(self, shared: torch.Tensor, per_item: torch.Tensor) -> torch.Tensor:
+        """``forward(concat[shared, per_item])`` with ``shared`` broadcast over leading item dims,
+        computing the shared columns' products once.
+
+        ``shared`` is ``(*batch, d_s)``, ``per_item`` ``(*items, *batch, d_p)`` with
+        ``d_s + d_p = in_dim`` -> ``(*items, *batch, out_dim)``. Every linear layer sees ``x``
+        (the first directly, the others through the dense skip), and ``W [z; s; a] = W_z z +
+        W_s s + W_a a``: the ``W_s s`` term (and the bias) is one product per state instead of one
+        per item. CQL scores 31 actions per state, where this removes ~20% of the critic's
+        matmul FLOPs; equal to ``forward`` on the broadcast concatenation within float rounding
+        (a test checks it).
+        """
+        d_s = shared.shape[-1]
+        if d_s < 1 or d_s + per_item.shape[-1] != self.in_dim:
+            raise ValueError(
+                f"DenseMLP.forward_shared: widths {d_s} + {per_item.shape[-1]} must make "
+                f"in_dim={self.in_dim} (each >= 1)"
+            )
+        dtype = self.out.weight.dtype
+        shared, per_item = shared.to(dtype), per_item.to(dtype)
+        z = None
+        for linear, norm in zip(self.linears, self.norms, strict=True):
+            z = self.act(norm(_split_linear(linear, z, shared, per_item)))
+        return _split_linear(self.out, z, shared, per_item)
+
     def extra_repr(self) -> str:
         return f"in_dim={self.in_dim}, out_dim={self.out_dim}, hidden={self.hidden}"
+
+
+def _split_linear(
+    linear: nn.Linear, z: torch.Tensor | None, shared: torch.Tensor, per_item: torch.Tensor
+) -> torch.Tensor:
+    """``linear(concat[z, shared, per_item])`` from column blocks of its weight (``z`` is the
+    previous layer's output, None for the first layer); ``shared`` broadcasts over items."""
+    weight = linear.weight
+    start = 0 if z is None else z.shape[-1]
+    end = start + shared.shape[-1]
+    out = F.linear(per_item, weight[:, end:]) + F.linear(shared, weight[:, start:end], linear.bias)
+    if z is not None:
+        out = out + F.linear(z, weight[:, :start])
+    return out

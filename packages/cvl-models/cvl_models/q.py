@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from einops import rearrange, repeat
+from einops import rearrange
 from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
@@ -48,8 +48,10 @@ class QNetwork(nn.Module):
     def many(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """``Q(s_b, a_nb)`` for N actions per state: ``(B, *obs_shape), (N, B, A) -> (N, B)``.
 
-        Equals ``forward`` on the states repeated N times, but encodes each state once (one
-        IMPALA pass per image instead of N; CQL's regulariser scores 3 x 10 actions per state).
+        Equals ``forward`` on the states repeated N times within float rounding, but encodes
+        each state once (one IMPALA pass per image instead of N; CQL's regulariser scores 3 x 10
+        actions per state) and computes the state's columns of every dense layer once
+        (`DenseMLP.forward_shared`).
         """
         obs_batch = check_trailing(obs, self.obs_shape, "Q obs")
         if len(obs_batch) != 1:
@@ -59,9 +61,8 @@ class QNetwork(nn.Module):
                 f"Q.many: actions must be (N, {obs_batch[0]}, {self.action_dim}), "
                 f"got {tuple(actions.shape)}"
             )
-        encoded = repeat(self.encoder(obs), "b f -> n b f", n=actions.shape[0])
-        features = torch.cat([encoded, actions.to(encoded.dtype)], dim=-1)
-        return rearrange(self.mlp(features), "n b 1 -> n b")
+        encoded = self.encoder(obs)
+        return rearrange(self.mlp.forward_shared(encoded, actions), "n b 1 -> n b")
 
 
 class TwinQ(nn.Module):

@@ -87,3 +87,36 @@ def test_is_a_module_with_state_dict_roundtrip():
     x = torch.randn(2, 3)
     torch.testing.assert_close(a(x), b(x))
     assert isinstance(a, nn.Module)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    d_shared=st.integers(1, 6),
+    d_item=st.integers(1, 4),
+    hidden=st.lists(st.integers(1, 9), max_size=3),
+    items=st.integers(1, 5),
+    batch=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_forward_shared_equals_forward_on_broadcast_concat(
+    d_shared, d_item, hidden, items, batch, seed
+):
+    torch.manual_seed(seed)
+    net = DenseMLP(d_shared + d_item, 3, tuple(hidden))
+    shared = torch.randn(batch, d_shared, requires_grad=True)
+    per_item = torch.randn(items, batch, d_item, requires_grad=True)
+    got = net.forward_shared(shared, per_item)
+    want = net(torch.cat([shared.expand(items, batch, d_shared), per_item], dim=-1))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # gradients to the parameters and to both inputs agree with the naive concatenation
+    inputs = [shared, per_item, *net.parameters()]
+    grads_got = torch.autograd.grad(got.square().sum(), inputs)
+    grads_want = torch.autograd.grad(want.square().sum(), inputs)
+    for a, b in zip(grads_got, grads_want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_forward_shared_rejects_widths_that_do_not_add_up():
+    net = DenseMLP(5, 1, (4,))
+    with pytest.raises(ValueError, match=r"widths 3 \+ 3 must make in_dim=5"):
+        net.forward_shared(torch.zeros(2, 3), torch.zeros(4, 2, 3))
