@@ -13,7 +13,9 @@ declarations trainers read instead of knowing algorithms by name (``offline``,
   (so initialisation depends on ``seed`` only), keeps the acting network as ``self.policy``;
 - implements ``state_modules()`` / ``state_optimizers()`` (everything a checkpoint must hold:
   extra tensors such as a log-temperature go into a module, see `cvl_algos.common.Scalar`) and
-  ``_train_step(batch) -> dict[str, Tensor]`` (one gradient step; may use ``self.maybe_compile``);
+  ``_train_step(batch) -> dict[str, Tensor]`` (one gradient step; may use ``self.maybe_compile``),
+  or instead ``gradient_stages()`` when the update is a sequence of clipped gradient steps (BC),
+  which also gives it vectorised seeds (`cvl_algos.vectorised`);
 - may override ``extra_state()`` / ``load_extra_state()`` for JSON-able non-tensor state
   (calling ``super()``'s, as `cvl_algos.pretraining.PretrainingLearner` does).
 
@@ -49,6 +51,7 @@ from cvl_algos.checkpoint import (
     save_checkpoint,
 )
 from cvl_algos.common import config_from_dict, config_to_dict, detach_metrics, optimizer_step
+from cvl_algos.stages import GradientStage
 
 __all__ = ["LearnerBase", "PretrainingKind", "SamplerKind", "TrainingData"]
 
@@ -128,9 +131,30 @@ class LearnerBase:
         """Every optimizer whose state a checkpoint holds."""
         raise NotImplementedError
 
+    def gradient_stages(self) -> tuple[GradientStage, ...] | None:
+        """The update as a sequence of clipped gradient steps (`GradientStage`), or None when
+        the update does more than that (default). A learner that declares them gets the
+        default `_train_step` (the stages in order) and vectorised seeds
+        (`cvl_algos.vectorised.VectorisedLearner`)."""
+        return None
+
     def _train_step(self, batch: Any) -> dict[str, torch.Tensor]:
-        """One gradient step on ``batch``; returns scalar tensor metrics."""
-        raise NotImplementedError
+        """One gradient step on ``batch``; returns scalar tensor metrics. Default: run
+        `gradient_stages` in order."""
+        stages = self.gradient_stages()
+        if stages is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} defines neither _train_step nor stages"
+            )
+        metrics: dict[str, torch.Tensor] = {}
+        modules, optimizers = self.state_modules(), self.state_optimizers()
+        for stage in stages:
+            loss, stage_metrics = stage.loss(batch)
+            stage_metrics[stage.grad_norm_metric] = self.clip_and_step(
+                optimizers[stage.optimizer], loss, modules[stage.module]
+            )
+            metrics.update(stage_metrics)
+        return metrics
 
     def extra_state(self) -> dict[str, Any]:
         """JSON-able state beyond modules/optimizers/step (default: none)."""

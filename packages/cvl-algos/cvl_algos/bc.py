@@ -18,6 +18,7 @@ from torch import nn
 
 from cvl_algos.base import LearnerBase
 from cvl_algos.common import make_adam
+from cvl_algos.stages import GradientStage
 from cvl_models import TanhGaussianPolicy
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
 
@@ -109,10 +110,9 @@ class BCLearner(LearnerBase):
         cfg = self.config
         return bc_loss(batch.obs, batch.action, self.policy, cfg.entropy_coef, cfg.entropy_samples)
 
-    def _train_step(self, batch) -> dict[str, torch.Tensor]:
-        loss, metrics = self._loss_fn(batch)
-        metrics["grad_norm"] = self.clip_and_step(self.optimizer, loss, self.policy)
-        return metrics
+    def gradient_stages(self) -> tuple[GradientStage, ...]:
+        """One clipped Adam step of the policy on :func:`bc_loss` (metric ``grad_norm``)."""
+        return (GradientStage("policy", "policy", self._loss_fn, "grad_norm", key="bc"),)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from torch import nn
 
 from cvl_algos import sac
 from cvl_algos.common import Scalar, assert_transition_batch, make_adam
+from cvl_models.noise import uniform
 from cvl_models.policy import sample_tanh_gaussian
 
 __all__ = [
@@ -94,7 +95,8 @@ def cql_regularizer(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """CQL(H) regulariser ``R_1 + R_2`` (CQL eq. 4 / appendix F); gradients reach ``critic`` only.
 
-    Uniform actions use the global torch RNG (the learner's, inside its ``rng_scope``).
+    Uniform actions use the global torch RNG (the learner's, inside its ``rng_scope``) through
+    `cvl_models.noise`.
     """
     assert_transition_batch(batch, require_reward=False)
     with torch.no_grad():
@@ -126,7 +128,7 @@ def cql_proposals(
     ``action`` (B, A) gives the shape and device.
     """
     shape = (num_samples, *action.shape)
-    action_uniform = torch.rand(shape, device=action.device) * 2.0 - 1.0
+    action_uniform = uniform(shape, device=action.device) * 2.0 - 1.0
     log_mu_uniform = torch.full(shape[:2], -action.shape[1] * math.log(2.0), device=action.device)
     action_pi, log_pi = sample_tanh_gaussian(*dist_obs, num_samples)
     action_pi_next, log_pi_next = sample_tanh_gaussian(*dist_next, num_samples)

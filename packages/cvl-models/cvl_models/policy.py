@@ -29,6 +29,7 @@ from torch import nn
 from cvl_models._checks import check_trailing
 from cvl_models.encoder import make_encoder
 from cvl_models.mlp import DenseMLP
+from cvl_models.noise import standard_normal
 
 __all__ = [
     "TanhGaussianPolicy",
@@ -68,7 +69,7 @@ def sample_tanh_gaussian(
     :meth:`TanhGaussianPolicy.sample`.
     """
     shape = mean.shape if num_samples is None else (int(num_samples), *mean.shape)
-    eps = torch.randn(shape, dtype=mean.dtype, device=mean.device)
+    eps = standard_normal(shape, dtype=mean.dtype, device=mean.device)
     u = mean + torch.exp(log_std) * eps
     log_prob = tanh_gaussian_log_prob(mean, log_std, u)
     action = torch.clamp(torch.tanh(u), -ACTION_CLIP, ACTION_CLIP)

@@ -1,0 +1,119 @@
+"""Per-seed throughput of K seeds in one `VectorisedLearner` against K separate learners.
+
+Same data, sizes and thread count for both; each step of a seed is its own sampler's batch plus
+one update (the vectorised learner: K batches, stacked, one vmapped update). "Separate" is K
+ordinary learners stepped one after another in the same process and thread, i.e. what K
+independent runs sharing that core get per seed; its per-seed rate is the single-learner rate
+divided by K. Contenders alternate for ``rounds`` rounds of ``seconds`` each; the table shows
+median per-seed steps/s and the ratio vectorised / separate (> 1: vectorising pays).
+
+Default sizes are the `paper mixed` preset's (128 x 128, batch 256; BC); ``--hidden 256 256
+--batch 512`` gives the paper's. Run (repository root)::
+
+    PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
+        python benchmarks/bench_seeds.py --dataset DIR [--ks 1 2 5 10] [--algo bc]
+
+``DIR`` is any cvl_data state dataset, e.g. ``python -m cvl_eval generate --tasks drawer-open
+--kind mixture --episodes 100 --out-dir DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def separate(algo: str, dataset, k: int, overrides: dict) -> Callable[[], None]:
+    """K ordinary learners (seeds 0..K-1), each with its own sampler: one step of each."""
+    from cvl_algos import make_learner
+
+    spec = dataset.spec
+    learners = [
+        make_learner(algo, spec.obs_shape, spec.action_shape[0], seed=s, **overrides)
+        for s in range(k)
+    ]
+    samplers = [lr.make_sampler(dataset, "cpu", s) for s, lr in enumerate(learners)]
+
+    def step() -> None:
+        for learner, sampler in zip(learners, samplers, strict=True):
+            learner.update(sampler.sample())
+
+    return step
+
+
+def vectorised(
+    algo: str, dataset, k: int, overrides: dict, compile: bool = False
+) -> Callable[[], None]:
+    """One `VectorisedLearner` of seeds 0..K-1, each seed with its own sampler."""
+    from cvl_algos import make_learner
+    from cvl_algos.vectorised import VectorisedLearner
+
+    spec = dataset.spec
+    learners = [
+        make_learner(algo, spec.obs_shape, spec.action_shape[0], seed=s, **overrides)
+        for s in range(k)
+    ]
+    samplers = [lr.make_sampler(dataset, "cpu", s) for s, lr in enumerate(learners)]
+    vector = VectorisedLearner(learners, compile=compile)
+
+    def step() -> None:
+        vector.update([sampler.sample() for sampler in samplers])
+
+    return step
+
+
+def rate(step: Callable[[], None], seconds: float) -> float:
+    """Steps per second of ``step`` over about ``seconds``."""
+    count, start = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        step()
+        count += 1
+    return count / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", required=True, help="a cvl_data state dataset folder")
+    parser.add_argument("--algo", default="bc")
+    parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 5, 10])
+    parser.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--compile", action="store_true", help="torch.compile the vectorised update (not timed)"
+    )
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from cvl_data import open_dataset
+
+    dataset = open_dataset(args.dataset)
+    overrides = {"hidden": tuple(args.hidden), "batch_size": args.batch}
+    print(
+        f"torch {torch.__version__}, {args.threads} thread(s), {args.algo}, hidden "
+        f"{tuple(args.hidden)}, batch {args.batch}, {args.rounds} rounds x {args.seconds} s, "
+        f"vectorised update {'compiled' if args.compile else 'eager'}"
+    )
+    print(f"{'K':>3} {'separate/seed':>14} {'vectorised/seed':>16} {'ratio':>7}")
+    for k in args.ks:
+        steps = {"separate": separate(args.algo, dataset, k, overrides)}
+        steps["vectorised"] = vectorised(args.algo, dataset, k, overrides, args.compile)
+        for step in steps.values():  # warm-up: the first vectorised update records its draws
+            for _ in range(3):  # (and compiles, with --compile)
+                step()
+        rates: dict[str, list[float]] = {name: [] for name in steps}
+        for _ in range(args.rounds):
+            for name, step in steps.items():
+                rates[name].append(rate(step, args.seconds))  # steps of every seed
+        sep = statistics.median(rates["separate"])
+        vec = statistics.median(rates["vectorised"])
+        print(f"{k:>3} {sep:>14.1f} {vec:>16.1f} {vec / sep:>6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
