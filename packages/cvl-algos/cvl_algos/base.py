@@ -50,8 +50,14 @@ from cvl_algos.checkpoint import (
     read_checkpoint_state,
     save_checkpoint,
 )
-from cvl_algos.common import config_from_dict, config_to_dict, detach_metrics, optimizer_step
-from cvl_algos.stages import GradientStage
+from cvl_algos.common import (
+    config_from_dict,
+    config_to_dict,
+    detach_metrics,
+    optimizer_step,
+    polyak_update,
+)
+from cvl_algos.stages import GradientStage, PolyakStage, Stage, submodule
 
 __all__ = ["LearnerBase", "PretrainingKind", "SamplerKind", "TrainingData"]
 
@@ -131,28 +137,47 @@ class LearnerBase:
         """Every optimizer whose state a checkpoint holds."""
         raise NotImplementedError
 
-    def gradient_stages(self) -> tuple[GradientStage, ...] | None:
-        """The update as a sequence of clipped gradient steps (`GradientStage`), or None when
-        the update does more than that (default). A learner that declares them gets the
-        default `_train_step` (the stages in order) and vectorised seeds
-        (`cvl_algos.vectorised.VectorisedLearner`)."""
+    def gradient_stages(self) -> tuple[Stage, ...] | None:
+        """The update at the current step as `cvl_algos.stages` (clipped gradient steps, polyak
+        averages, read-outs), or None when the update is written as `_train_step` (default).
+        A learner that declares them gets the default `_train_step` (the stages in order) and
+        vectorised seeds (`cvl_algos.vectorised.VectorisedLearner`)."""
         return None
 
     def _train_step(self, batch: Any) -> dict[str, torch.Tensor]:
         """One gradient step on ``batch``; returns scalar tensor metrics. Default: run
-        `gradient_stages` in order."""
+        `gradient_stages` (`run_stages`)."""
         stages = self.gradient_stages()
         if stages is None:
             raise NotImplementedError(
                 f"{type(self).__name__} defines neither _train_step nor stages"
             )
+        self.check_update_batch(batch)
+        return self.run_stages(stages, batch)
+
+    def check_update_batch(self, batch: Any) -> None:
+        """Raise ``ValueError`` for a batch `update` cannot take, before anything changes
+        (default: accept; CVL refuses reward-free batches)."""
+
+    def run_stages(self, stages: Sequence[Stage], batch: Any) -> dict[str, torch.Tensor]:
+        """Run ``stages`` in order on ``batch`` (`cvl_algos.stages`); returns their metrics."""
+        carry: dict[str, torch.Tensor] = {}
         metrics: dict[str, torch.Tensor] = {}
         modules, optimizers = self.state_modules(), self.state_optimizers()
         for stage in stages:
-            loss, stage_metrics = stage.loss(batch)
-            stage_metrics[stage.grad_norm_metric] = self.clip_and_step(
-                optimizers[stage.optimizer], loss, modules[stage.module]
-            )
+            if isinstance(stage, GradientStage):
+                loss, stage_metrics = stage.loss(batch, carry)
+                norm = self.clip_and_step(optimizers[stage.optimizer], loss, modules[stage.module])
+                if stage.grad_norm_metric is not None:
+                    stage_metrics[stage.grad_norm_metric] = norm
+            elif isinstance(stage, PolyakStage):
+                polyak_update(modules[stage.target], submodule(modules, stage.source), stage.tau)
+                continue
+            else:
+                with torch.no_grad():
+                    values, stage_metrics = stage.compute(batch, carry)
+                carry.update(values)
+            carry.update(stage_metrics)
             metrics.update(stage_metrics)
         return metrics
 

@@ -112,7 +112,8 @@ class BCLearner(LearnerBase):
 
     def gradient_stages(self) -> tuple[GradientStage, ...]:
         """One clipped Adam step of the policy on :func:`bc_loss` (metric ``grad_norm``)."""
-        return (GradientStage("policy", "policy", self._loss_fn, "grad_norm", key="bc"),)
+        loss_fn = self._loss_fn
+        return (GradientStage("policy", "policy", lambda b, _: loss_fn(b), "grad_norm", key="bc"),)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from torch import nn
 
 from cvl_algos import sac
 from cvl_algos.common import Scalar, assert_transition_batch, make_adam
+from cvl_algos.stages import GradientStage, Stage
 from cvl_models.noise import uniform
 from cvl_models.policy import sample_tanh_gaussian
 
@@ -286,17 +287,20 @@ class CQLLearner(sac.SACLearner):
             return self.log_alpha_prime().detach().exp().clamp(max=1e6)
         return self.config.cql_alpha
 
-    def _train_step(self, batch) -> dict[str, torch.Tensor]:
-        metrics = super()._train_step(batch)
-        if self.config.cql_lagrange:
-            loss, lagrange_metrics = cql_lagrange_loss(
-                self.log_alpha_prime(),
-                metrics["cql_regularizer"],
-                self.config.cql_target_action_gap,
-            )
-            self.clip_and_step(self.alpha_prime_opt, loss, self.log_alpha_prime)
-            metrics.update(lagrange_metrics)
-        return metrics
+    def gradient_stages(self) -> tuple[Stage, ...]:
+        """SAC's stages, then (Lagrange variant) the dual step on the regulariser's weight."""
+        stages = super().gradient_stages()
+        if not self.config.cql_lagrange:
+            return stages
+        lagrange = GradientStage(
+            "log_alpha_prime", "alpha_prime", self._lagrange_loss, None, key="lagrange"
+        )
+        return (*stages, lagrange)
+
+    def _lagrange_loss(self, batch, carry) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return cql_lagrange_loss(
+            self.log_alpha_prime(), carry["cql_regularizer"], self.config.cql_target_action_gap
+        )
 
     def compute_critic_loss(self, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         cfg = self.config

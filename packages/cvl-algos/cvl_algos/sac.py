@@ -24,13 +24,8 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import (
-    Scalar,
-    assert_transition_batch,
-    frozen_call,
-    make_adam,
-    polyak_update,
-)
+from cvl_algos.common import Scalar, assert_transition_batch, frozen_call, make_adam
+from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import TanhGaussianPolicy, TwinQ
 
 __all__ = [
@@ -235,18 +230,23 @@ class SACLearner(LearnerBase):
         """The (possibly compiled) actor loss used at ``self.step``; chosen outside compiled code."""
         return self._actor_loss_fn
 
-    def _train_step(self, batch) -> dict[str, torch.Tensor]:
-        loss_q, metrics = self._critic_loss_fn(batch)
-        metrics["critic_grad_norm"] = self.clip_and_step(self.critic_opt, loss_q, self.critic)
-        loss_pi, actor_metrics = self.actor_loss_fn_for_step()(batch)
-        metrics.update(actor_metrics)
-        metrics["actor_grad_norm"] = self.clip_and_step(self.actor_opt, loss_pi, self.policy)
+    def gradient_stages(self) -> tuple[Stage, ...]:
+        """Critic step, actor step, temperature step (``auto_alpha``; it reads the actor step's
+        entropy), the temperature as a metric, then the target critic's polyak average."""
+        critic_fn, actor_fn = self._critic_loss_fn, self.actor_loss_fn_for_step()
+        stages: list[Stage] = [
+            GradientStage(
+                "critic", "critic", lambda b, _: critic_fn(b), "critic_grad_norm", key="critic"
+            ),
+            GradientStage(
+                "policy", "actor", lambda b, _: actor_fn(b), "actor_grad_norm", key=actor_fn
+            ),
+        ]
         if self.config.auto_alpha:
-            loss_a, alpha_metrics = alpha_loss(
-                self.log_alpha(), actor_metrics["entropy"], self.target_entropy
-            )
-            self.clip_and_step(self.alpha_opt, loss_a, self.log_alpha)
-            metrics.update(alpha_metrics)
-        metrics["alpha"] = self.alpha
-        polyak_update(self.critic_target, self.critic, self.config.tau)
-        return metrics
+            stages.append(GradientStage("log_alpha", "alpha", self._alpha_loss, None, "alpha"))
+        stages.append(ComputeStage(lambda b, _: ({}, {"alpha": self.alpha})))
+        stages.append(PolyakStage("critic_target", "critic", self.config.tau))
+        return tuple(stages)
+
+    def _alpha_loss(self, batch, carry) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        return alpha_loss(self.log_alpha(), carry["entropy"], self.target_entropy)

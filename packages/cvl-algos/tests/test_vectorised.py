@@ -1,4 +1,4 @@
-"""Vectorised seeds: K seeds of BC in one `VectorisedLearner` equal each seed trained alone.
+"""Vectorised seeds: K seeds of BC, CQL or CVL in one `VectorisedLearner` equal each seed alone.
 
 Each seed gets its own stream of batches (what its own sampler would give); the comparison is
 per update (metrics) and at the end (parameters, Adam state, RNG state, step), including a stop
@@ -6,16 +6,21 @@ after 150 updates, a checkpoint per seed, and a restart of the vectorised learne
 loaded checkpoints.
 """
 
+import dataclasses
+
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
+    ACTION_DIM,
     DEVICES,
+    OBS_DIM,
     make_transition_batch,
     tiny_learner,
 )
 
-from cvl_algos import BCLearner
+from cvl_algos import BCLearner, make_learner
 from cvl_algos.vectorised import VectorisedLearner
+from cvl_data import ContrastiveBatch
 
 SEEDS = (0, 1, 2)
 UPDATES = 300
@@ -34,17 +39,23 @@ def close(a, b):
 
 
 def assert_same_seed_state(alone, vectorised):
-    """Parameters, Adam moments and step, RNG state and step counter of two BC learners."""
+    """Every state module's parameters, every optimizer's Adam moments and step, the RNG state
+    and the step counter of two learners."""
     assert alone.step == vectorised.step
     assert torch.equal(alone._cpu_gen.get_state(), vectorised._cpu_gen.get_state())
-    for (name, p), q in zip(
-        alone.policy.named_parameters(), vectorised.policy.parameters(), strict=True
-    ):
-        close(p, q)
-        state_a, state_v = alone.optimizer.state[p], vectorised.optimizer.state[q]
-        assert torch.equal(state_a["step"], state_v["step"]), name
-        close(state_a["exp_avg"], state_v["exp_avg"])
-        close(state_a["exp_avg_sq"], state_v["exp_avg_sq"])
+    for name, module in alone.state_modules().items():
+        for p, q in zip(
+            module.parameters(), vectorised.state_modules()[name].parameters(), strict=True
+        ):
+            close(p, q)
+    for name, opt in alone.state_optimizers().items():
+        opt_v = vectorised.state_optimizers()[name]
+        params_v = opt_v.param_groups[0]["params"]
+        for p, q in zip(opt.param_groups[0]["params"], params_v, strict=True):
+            state_a, state_v = opt.state[p], opt_v.state[q]
+            assert torch.equal(state_a["step"], state_v["step"]), name
+            close(state_a["exp_avg"], state_v["exp_avg"])
+            close(state_a["exp_avg_sq"], state_v["exp_avg_sq"])
 
 
 def train_vectorised(vector, start: int, count: int, device: str):
@@ -101,7 +112,7 @@ def test_grad_norm_is_clipped_per_seed():
 
 def test_refuses_what_it_cannot_vectorise():
     with pytest.raises(ValueError, match="gradient stages"):
-        VectorisedLearner([tiny_learner("cql", seed=0), tiny_learner("cql", seed=1)])
+        VectorisedLearner([tiny_learner("iql", seed=0), tiny_learner("iql", seed=1)])
     with pytest.raises(ValueError, match="share class, config and shapes"):
         VectorisedLearner([tiny_learner("bc", seed=0), tiny_learner("bc", seed=1, lr=1e-2)])
     with pytest.raises(ValueError, match="compile"):
@@ -109,3 +120,93 @@ def test_refuses_what_it_cannot_vectorise():
     vector = VectorisedLearner([tiny_learner("bc", seed=0), tiny_learner("bc", seed=1)])
     with pytest.raises(ValueError, match="expected 2 batches, got 1"):
         vector.update([make_transition_batch()])
+    # a batch the learner refuses is refused before any seed changes
+    cvl = VectorisedLearner(
+        [make_learner("cvl", (OBS_DIM,), ACTION_DIM, seed=s, **CVL_TINY) for s in (0, 1)]
+    )
+    before = [p.clone() for p in cvl.params["critic"].values()]
+    reward_free = dataclasses.replace(contrastive_batch(0), reward_t=None, reward_future=None)
+    with pytest.raises(ValueError, match="reward-labelled"):
+        cvl.update([reward_free, reward_free])
+    assert all(torch.equal(a, b) for a, b in zip(before, cvl.params["critic"].values()))
+
+
+@pytest.mark.parametrize("lagrange", [False, True])
+def test_cql_seeds_equal_each_seed_trained_alone(lagrange):
+    """CQL through its BC warm start (first 100 updates) into the CQL actor loss, with the
+    temperature tuned and (Lagrange variant) the regulariser's weight too."""
+    seeds, updates = (0, 1), 300
+    overrides = {"policy_eval_start": 100, "cql_lagrange": lagrange, "cql_num_samples": 4}
+    alone, alone_metrics = [], []
+    for seed in seeds:
+        learner = tiny_learner("cql", seed=seed, **overrides)
+        alone_metrics.append([learner.update(b) for b in batch_stream(seed, 0, updates, "cpu")])
+        alone.append(learner)
+    vector = VectorisedLearner([tiny_learner("cql", seed=s, **overrides) for s in seeds])
+    streams = [batch_stream(s, 0, updates, "cpu") for s in seeds]
+    metrics = [vector.update([stream[i] for stream in streams]) for i in range(updates)]
+    for k, learner in enumerate(vector.sync()):
+        assert_same_seed_state(alone[k], learner)
+        for step in range(updates):
+            assert metrics[step][k].keys() == alone_metrics[k][step].keys()
+            for key, value in alone_metrics[k][step].items():
+                close(metrics[step][k][key], value)
+
+
+def contrastive_batch(seed: int, size: int = 16) -> ContrastiveBatch:
+    """A synthetic reward-labelled ContrastiveBatch whose futures depend on (s, a)."""
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.randn(size, OBS_DIM, generator=gen)
+    action = torch.tanh(torch.randn(size, ACTION_DIM, generator=gen))
+    future = obs.clone()
+    future[:, :ACTION_DIM] += 2.0 * action
+    reward = torch.sin(future[:, 0])
+    return ContrastiveBatch(
+        obs_t=obs,
+        action_t=action,
+        reward_t=reward,
+        obs_next=obs + 0.1,
+        done=torch.zeros(size),
+        obs_future=future,
+        reward_future=reward,
+        offset=torch.ones(size, dtype=torch.int64),
+        task_id=None,
+    )
+
+
+CVL_TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("cvl", {}),  # RFF Q (xi average, seeded random features per seed)
+        ("cvl_mc", {"act_candidates": 4}),  # direct Q; the future bank is stored per seed
+        ("cvl", {"policy_extraction": "crr", "self_normalized": True}),
+    ],
+)
+def test_cvl_seeds_equal_each_seed_trained_alone(name, overrides):
+    seeds, updates = (0, 1), 200
+    streams = [[contrastive_batch(1000 * (s + 1) + i) for i in range(updates)] for s in seeds]
+
+    def build(seed):
+        return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **CVL_TINY, **overrides)
+
+    alone, alone_metrics = [], []
+    for seed, stream in zip(seeds, streams, strict=True):
+        learner = build(seed)
+        alone_metrics.append([learner.update(b) for b in stream])
+        alone.append(learner)
+    vector = VectorisedLearner([build(s) for s in seeds])
+    metrics = [vector.update([stream[i] for stream in streams]) for i in range(updates)]
+    for k, learner in enumerate(vector.sync()):
+        assert_same_seed_state(alone[k], learner)
+        for name_, module in alone[k].state_modules().items():
+            for (_, a), b in zip(
+                module.named_buffers(), learner.state_modules()[name_].buffers(), strict=True
+            ):
+                close(a.float(), b.float())  # xi, zeta, count, the bank, the features
+        for step in range(updates):
+            assert metrics[step][k].keys() == alone_metrics[k][step].keys()
+            for key, value in alone_metrics[k][step].items():
+                close(metrics[step][k][key], value)

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cvl_algos.common import make_adam, polyak_update
+from cvl_algos.common import make_adam
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
 from cvl_algos.cvl.losses import (
@@ -38,6 +38,7 @@ from cvl_algos.cvl.q import (
     xi_estimate,
 )
 from cvl_algos.pretraining import PretrainingLearner
+from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
@@ -147,12 +148,40 @@ class CVLLearner(PretrainingLearner):
 
     # -- pieces of an update ----------------------------------------------------------------------
 
-    def _critic_step(self, batch: Any) -> dict[str, Tensor]:
+    def gradient_stages(self) -> tuple[Stage, ...]:
+        """Algorithm 1 as stages: the critic's stages (`critic_stages`), then ``psi_future``,
+        the ``xi`` average and the future bank (`_after_critic`), then the policy step."""
+        policy = GradientStage("policy", "policy", self._policy_loss_of, "policy_grad_norm", "pi")
+        return (*self.critic_stages(), ComputeStage(self._after_critic), policy)
+
+    def check_update_batch(self, batch: Any) -> None:
+        if batch.reward_future is None:
+            raise ValueError(
+                "CVLLearner.update needs reward-labelled batches; use pretrain_update for "
+                "reward-free data"
+            )
+
+    def critic_stages(self) -> tuple[Stage, ...]:
         """Critic gradient step (eq. 10) followed by the psi_target polyak update."""
-        loss, metrics = self._critic_loss(self.critic, batch, self.config.lambda_partition)
-        metrics["critic_grad_norm"] = self.clip_and_step(self.critic_opt, loss, self.critic)
-        polyak_update(self.psi_target, self.critic.psi_net, self.config.psi_target_tau)
-        return metrics
+        cfg: CVLConfig = self.config
+        return (
+            GradientStage("critic", "critic", self._critic_loss_of, "critic_grad_norm", "critic"),
+            PolyakStage("psi_target", "critic.psi_net", cfg.psi_target_tau),
+        )
+
+    def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
+        return self._critic_loss(self.critic, batch, self.config.lambda_partition)
+
+    def _after_critic(self, batch: Any, carry) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """``psi_target`` latents of the batch's future states (for Q), the xi EMA of eq. 12
+        (RFF estimator) and the future bank (acting); no gradients."""
+        psi_future = self.psi_target(batch.obs_future)
+        metrics = {}
+        if self.config.q_estimator == "rff":
+            metrics = self._xi_step(psi_future, batch.reward_future)
+        if self.future_bank is not None:
+            self.future_bank.store(psi_future, batch.reward_future)
+        return {"psi_future": psi_future}, metrics
 
     @torch.no_grad()
     def _xi_step(self, psi_future: Tensor, reward_future: Tensor) -> dict[str, Tensor]:
@@ -180,11 +209,12 @@ class CVLLearner(PretrainingLearner):
             self.critic, psi_future, reward_future, cfg.discount, cfg.self_normalized
         )
 
-    def _policy_step(self, batch: Any, psi_future: Tensor) -> dict[str, Tensor]:
+    def _policy_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
+        """The configured policy extraction's loss (eq. 13-15, AWR or CRR)."""
         cfg: CVLConfig = self.config
-        q_fn = self._q_fn(psi_future, batch.reward_future)
+        q_fn = self._q_fn(carry["psi_future"], batch.reward_future)
         if cfg.policy_extraction == "awr":
-            loss, metrics = self._awr_loss(
+            return self._awr_loss(
                 self.policy,
                 q_fn,
                 batch,
@@ -192,39 +222,20 @@ class CVLLearner(PretrainingLearner):
                 beta=cfg.awr_beta,
                 max_weight=cfg.awr_max_weight,
             )
-        elif cfg.policy_extraction == "crr":
-            loss, metrics = self._crr_loss(
+        if cfg.policy_extraction == "crr":
+            return self._crr_loss(
                 self.policy, q_fn, batch, num_action_samples=cfg.num_action_samples
             )
-        else:
-            loss, metrics = self._policy_loss(
-                self.policy,
-                q_fn,
-                batch,
-                num_action_samples=cfg.num_action_samples,
-                alpha=cfg.alpha,
-                lambda_bc=cfg.lambda_bc,
-                tau_bc=cfg.tau_bc,
-                normalize_q=cfg.normalize_q,
-            )
-        metrics["policy_grad_norm"] = self.clip_and_step(self.policy_opt, loss, self.policy)
-        return metrics
-
-    def _train_step(self, batch: Any) -> dict[str, Tensor]:
-        if batch.reward_future is None:
-            raise ValueError(
-                "CVLLearner.update needs reward-labelled batches; use pretrain_update for "
-                "reward-free data"
-            )
-        metrics = self._critic_step(batch)
-        with torch.no_grad():
-            psi_future = self.psi_target(batch.obs_future)
-        if self.config.q_estimator == "rff":
-            metrics.update(self._xi_step(psi_future, batch.reward_future))
-        if self.future_bank is not None:
-            self.future_bank.store(psi_future, batch.reward_future)
-        metrics.update(self._policy_step(batch, psi_future))
-        return metrics
+        return self._policy_loss(
+            self.policy,
+            q_fn,
+            batch,
+            num_action_samples=cfg.num_action_samples,
+            alpha=cfg.alpha,
+            lambda_bc=cfg.lambda_bc,
+            tau_bc=cfg.tau_bc,
+            normalize_q=cfg.normalize_q,
+        )
 
     def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
         """The policy's mode, or with ``act_candidates`` the best of the mode and that many
@@ -252,7 +263,7 @@ class CVLLearner(PretrainingLearner):
     def _pretrain_step(self, batch: Any) -> dict[str, Tensor]:
         """Critic-only step (no xi, no policy) for reward-free pretraining (paper sec. 5.2);
         rewards in ``batch`` are ignored if present (`PretrainingLearner.pretrain_update`)."""
-        return self._critic_step(batch)
+        return self.run_stages(self.critic_stages(), batch)
 
     @torch.no_grad()
     def q_values(

@@ -22,11 +22,13 @@ from torch import nn
 
 from cvl_algos.base import LearnerBase
 from cvl_algos.common import detach_metrics
-from cvl_algos.stages import GradientStage
+from cvl_algos.stages import GradientStage, PolyakStage
 from cvl_algos.vectorised.stacking import (
     stack_adam,
+    stack_buffers,
     stack_parameters,
     unstack_adam,
+    unstack_buffers,
     unstack_parameters,
 )
 from cvl_algos.vectorised.tape import Draw, RecordingSource, TapeSource, draw_tape
@@ -37,14 +39,14 @@ __all__ = ["VectorisedLearner"]
 
 class _Call(nn.Module):
     """Holds a learner's state modules so `functional_call` can swap all their parameters while
-    a stage's loss (a method reading ``learner.policy`` etc.) runs."""
+    a stage's function (a method reading ``learner.policy`` etc.) runs."""
 
     def __init__(self, modules: dict[str, nn.Module]) -> None:
         super().__init__()
         self.inner = nn.ModuleDict(modules)
 
-    def forward(self, fn, batch):
-        return fn(batch)
+    def forward(self, fn, batch, carry):
+        return fn(batch, carry)
 
 
 class VectorisedLearner:
@@ -53,37 +55,45 @@ class VectorisedLearner:
     Args:
         learners: built as usual (``make_learner(name, ..., seed=s)`` or loaded from their
             checkpoints), all at the same step; their class must declare `gradient_stages`.
+        compile: ``torch.compile`` each stage's vmapped function (compiled once per stage and
+            batch shape; the first update pays the compile time).
     """
 
     def __init__(self, learners: Sequence[LearnerBase], compile: bool = False) -> None:
         self.learners = list(learners)
         self.compile = bool(compile)
-        self._fns: dict[Any, Any] = {}
         _check_compatible(self.learners)
         first = self.learners[0]
-        self.stages: tuple[GradientStage, ...] = first.gradient_stages()
         modules = [learner.state_modules() for learner in self.learners]
         self.module_names = list(modules[0])
         self.params = {
             name: stack_parameters([m[name] for m in modules]) for name in self.module_names
         }
+        self.buffers = {
+            name: stack_buffers([m[name] for m in modules]) for name in self.module_names
+        }
+        stages = first.gradient_stages()
+        steps = [s for s in stages if isinstance(s, GradientStage)]
+        self._optimized = {s.optimizer: s.module for s in steps}  # optimizer -> its module
         optimizers = [learner.state_optimizers() for learner in self.learners]
         self.optimizers = {
-            s.optimizer: stack_adam(
-                [o[s.optimizer] for o in optimizers],
-                [m[s.module] for m in modules],
-                self.params[s.module],
+            name: stack_adam(
+                [o[name] for o in optimizers], [m[module] for m in modules], self.params[module]
             )
-            for s in self.stages
+            for name, module in self._optimized.items()
         }
-        staged = {s.module for s in self.stages}
-        if set(self.module_names) != staged:
+        updated = {s.module for s in steps} | {
+            s.target for s in stages if isinstance(s, PolyakStage)
+        }
+        with_params = {name for name in self.module_names if self.params[name]}
+        if not with_params <= updated:
             raise ValueError(
-                f"VectorisedLearner: {first.name}'s state modules {sorted(self.module_names)} "
-                f"are not all trained by its gradient stages ({sorted(staged)})"
+                f"VectorisedLearner: {first.name}'s state modules {sorted(with_params)} are "
+                f"not all updated by its stages ({sorted(updated)})"
             )
         self._holder = _Call(modules[0])
         self._draws: dict[Any, list[Draw]] = {}
+        self._fns: dict[Any, Any] = {}
 
     @property
     def num_seeds(self) -> int:
@@ -98,11 +108,23 @@ class VectorisedLearner:
         returns each seed's metrics as detached 0-d tensors (no host sync)."""
         if len(batches) != self.num_seeds:
             raise ValueError(f"update: expected {self.num_seeds} batches, got {len(batches)}")
+        for batch in batches:
+            self.learners[0].check_update_batch(batch)
         fields, none_fields = _stack_batches(batches)
-        batch_type = type(batches[0])
+        batch = (type(batches[0]), fields, none_fields)
+        carry: dict[str, torch.Tensor] = {}
         metrics: dict[str, torch.Tensor] = {}
-        for stage in self.stages:
-            metrics.update(self._run_stage(stage, batch_type, fields, none_fields))
+        for stage in self.learners[0].gradient_stages():
+            if isinstance(stage, PolyakStage):
+                self._polyak(stage)
+                continue
+            if isinstance(stage, GradientStage):
+                stage_metrics = self._gradient_step(stage, batch, carry)
+            else:
+                values, stage_metrics = self._vmapped(stage, "compute", batch, carry)
+                carry.update(values)
+            carry.update(stage_metrics)
+            metrics.update(stage_metrics)
         for learner in self.learners:
             learner.step += 1
         device = self.learners[0].device
@@ -115,80 +137,107 @@ class VectorisedLearner:
         """Write each seed's parameters and optimizer state into its learner; returns them
         (ready to save, act or evaluate as if trained alone)."""
         for name in self.module_names:
-            unstack_parameters(
-                self.params[name], [lrn.state_modules()[name] for lrn in self.learners]
-            )
-        for stage in self.stages:
+            modules = [learner.state_modules()[name] for learner in self.learners]
+            unstack_parameters(self.params[name], modules)
+            unstack_buffers(self.buffers[name], modules)
+        for name, module in self._optimized.items():
             unstack_adam(
-                self.optimizers[stage.optimizer],
-                self.params[stage.module],
-                [learner.state_optimizers()[stage.optimizer] for learner in self.learners],
-                [learner.state_modules()[stage.module] for learner in self.learners],
+                self.optimizers[name],
+                self.params[module],
+                [learner.state_optimizers()[name] for learner in self.learners],
+                [learner.state_modules()[module] for learner in self.learners],
             )
         return self.learners
 
-    # -- one stage ----------------------------------------------------------------------------
+    # -- stages ------------------------------------------------------------------------------
 
-    def _run_stage(self, stage, batch_type, fields, none_fields) -> dict[str, torch.Tensor]:
-        trainable = {f"inner.{stage.module}.{n}": p for n, p in self.params[stage.module].items()}
+    def _gradient_step(self, stage: GradientStage, batch, carry) -> dict[str, torch.Tensor]:
+        grads, metrics = self._vmapped(stage, "grad", batch, carry)
+        norms = self._clip_and_step(stage, grads)
+        if stage.grad_norm_metric is not None:
+            metrics[stage.grad_norm_metric] = norms
+        return metrics
+
+    @torch.no_grad()
+    def _polyak(self, stage: PolyakStage) -> None:
+        """The polyak average on the stacked parameters (elementwise: every seed's own)."""
+        head, _, rest = stage.source.partition(".")
+        prefix = f"{rest}." if rest else ""
+        source = {n[len(prefix) :]: p for n, p in self.params[head].items() if n.startswith(prefix)}
+        target = self.params[stage.target]
+        if set(source) != set(target):
+            raise ValueError(f"polyak stage: {stage.source!r} and {stage.target!r} differ")
+        names = list(target)
+        torch._foreach_lerp_([target[n] for n in names], [source[n] for n in names], stage.tau)
+
+    def _vmapped(self, stage, mode: str, batch, carry):
+        """Run ``stage`` for every seed: ``mode`` "grad" gives (grads of the stage's module,
+        metrics), "compute" (values, metrics); each with a leading seed dimension. Buffers are
+        passed as they are, so a compute stage's in-place update reaches the stacked ones."""
+        batch_type, fields, none_fields = batch
+        module = stage.module if mode == "grad" else None
+        trainable = {
+            f"inner.{module}.{n}": p.detach() for n, p in self.params.get(module, {}).items()
+        }
         frozen = {
             f"inner.{m}.{n}": p.detach()
             for m in self.module_names
-            if m != stage.module
+            if m != module
             for n, p in self.params[m].items()
         }
-        key = (stage.key, tuple((k, tuple(v.shape)) for k, v in fields.items()))
+        frozen.update(
+            {f"inner.{m}.{n}": b for m in self.module_names for n, b in self.buffers[m].items()}
+        )
+        key = (mode, getattr(stage, "key", None), tuple((k, v.shape) for k, v in fields.items()))
+        args = (trainable, frozen, fields, carry)
+        if mode == "compute":  # draws nothing; no recording pass (it would update buffers twice)
+            self._draws[key] = []
         if key not in self._draws:
             recorder = RecordingSource()
-            self._grad_fn(stage, batch_type, none_fields, recorder.draws, record=recorder)(
-                {k: v.detach() for k, v in trainable.items()}, frozen, fields, []
-            )
+            self._make_fn(stage, mode, batch_type, none_fields, recorder)(*args, [])
             self._draws[key] = recorder.draws
-        draws = self._draws[key]
-        tape = draw_tape(draws, self.learners)
         if key not in self._fns:
-            fn = self._grad_fn(stage, batch_type, none_fields, draws)
+            fn = self._make_fn(stage, mode, batch_type, none_fields, self._draws[key])
             self._fns[key] = torch.compile(fn) if self.compile else fn
-        grads, metrics = self._fns[key](
-            {k: v.detach() for k, v in trainable.items()}, frozen, fields, tape
-        )
-        norms = self._clip_and_step(stage, trainable, grads)
-        metrics[stage.grad_norm_metric] = norms
-        return metrics
+        return self._fns[key](*args, draw_tape(self._draws[key], self.learners))
 
-    def _grad_fn(self, stage, batch_type, none_fields, draws, record=None):
-        """``vmap(grad(loss))`` of ``stage`` over seeds: (trainable, frozen, fields, tape) ->
-        (grads, metrics), every output with a leading seed dimension."""
+    def _make_fn(self, stage, mode, batch_type, none_fields, draws):
+        """The vmapped function (trainable, frozen, fields, carry, tape) -> outputs; ``draws``
+        is a `RecordingSource` (the recording pass) or the recorded draws to replay."""
         holder = self._holder
+        fn = stage.loss if mode == "grad" else stage.compute
 
-        def loss(trainable, frozen, fields, tape):
+        def run(trainable, frozen, fields, carry, tape):
             batch = batch_type(**fields, **dict.fromkeys(none_fields))
-            source = record if record is not None else TapeSource(draws, tape)
+            recording = isinstance(draws, RecordingSource)
+            source = draws if recording else TapeSource(draws, tape)
             with noise_source(source):
-                value, metrics = torch.func.functional_call(
-                    holder, {**trainable, **frozen}, (stage.loss, batch)
+                out = torch.func.functional_call(
+                    holder, {**trainable, **frozen}, (fn, batch, carry)
                 )
-            if record is None:
+            if not recording:
                 source.check_used_up()
-            return value, metrics
+            return out
 
-        return torch.func.vmap(torch.func.grad(loss, has_aux=True), randomness="error")
+        if mode == "grad":
+            return torch.func.vmap(torch.func.grad(run, has_aux=True), randomness="error")
+        return torch.func.vmap(torch.no_grad()(run), randomness="error")
 
-    def _clip_and_step(self, stage, trainable, grads) -> torch.Tensor:
+    def _clip_and_step(self, stage: GradientStage, grads) -> torch.Tensor:
         """Each seed's global gradient norm (K,), clipped per seed as ``clip_grad_norm_`` does,
         then one step of the stacked optimizer; returns the norms before clipping."""
-        names = list(trainable)
-        per_param = [torch.linalg.vector_norm(grads[n].flatten(1), dim=1) for n in names]
+        params = self.params[stage.module]
+        grads = [grads[f"inner.{stage.module}.{n}"] for n in params]
+        per_param = [torch.linalg.vector_norm(g.reshape(len(g), -1), dim=1) for g in grads]
         norms = torch.linalg.vector_norm(torch.stack(per_param), dim=0)
         max_norm = self.learners[0].config.max_grad_norm
         scale = None
         if max_norm is not None and max_norm > 0:
             scale = torch.clamp(max_norm / (norms + 1e-6), max=1.0)
-        for name in names:
-            grad = grads[name]
+        for param, grad in zip(params.values(), grads, strict=True):
             if scale is not None:
                 grad = grad * scale.reshape(-1, *([1] * (grad.ndim - 1)))
-            trainable[name].grad = grad
+            param.grad = grad
         optimizer = self.optimizers[stage.optimizer]
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

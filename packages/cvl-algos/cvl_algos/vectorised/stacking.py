@@ -11,7 +11,14 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["stack_adam", "stack_parameters", "unstack_adam", "unstack_parameters"]
+__all__ = [
+    "stack_adam",
+    "stack_buffers",
+    "stack_parameters",
+    "unstack_adam",
+    "unstack_buffers",
+    "unstack_parameters",
+]
 
 _ADAM_BUFFERS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
@@ -22,8 +29,6 @@ def stack_parameters(modules: Sequence[nn.Module]) -> dict[str, nn.Parameter]:
     for module in modules[1:]:
         if [n for n, _ in module.named_parameters()] != names:
             raise ValueError("vectorised seeds: the learners' modules differ in architecture")
-    if any(True for _ in modules[0].buffers()):
-        raise ValueError("vectorised seeds: modules with buffers are not supported")
     per_module = [dict(m.named_parameters()) for m in modules]
     return {
         name: nn.Parameter(torch.stack([p[name].detach() for p in per_module]).clone())
@@ -37,6 +42,24 @@ def unstack_parameters(stacked: dict[str, torch.Tensor], modules: Sequence[nn.Mo
     for k, module in enumerate(modules):
         for name, param in module.named_parameters():
             param.copy_(stacked[name][k])
+
+
+def stack_buffers(modules: Sequence[nn.Module]) -> dict[str, torch.Tensor]:
+    """``{name: (K, *shape)}`` of K modules' buffers (copies; e.g. each seed's random features
+    and its ``xi`` average)."""
+    per_module = [dict(m.named_buffers()) for m in modules]
+    names = list(per_module[0])
+    if any(list(b) != names for b in per_module[1:]):
+        raise ValueError("vectorised seeds: the learners' modules differ in their buffers")
+    return {name: torch.stack([b[name] for b in per_module]).clone() for name in names}
+
+
+@torch.no_grad()
+def unstack_buffers(stacked: dict[str, torch.Tensor], modules: Sequence[nn.Module]) -> None:
+    """Write slice ``k`` of every stacked buffer into ``modules[k]``, in place."""
+    for k, module in enumerate(modules):
+        for name, buffer in module.named_buffers():
+            buffer.copy_(stacked[name][k])
 
 
 def stack_adam(
