@@ -7,8 +7,9 @@ independent runs sharing that core get per seed; its per-seed rate is the single
 divided by K. Contenders alternate for ``rounds`` rounds of ``seconds`` each; the table shows
 median per-seed steps/s and the ratio vectorised / separate (> 1: vectorising pays).
 
-Default sizes are the `paper mixed` preset's (128 x 128, batch 256; BC); ``--hidden 256 256
---batch 512`` gives the paper's. Run (repository root)::
+Default sizes are the `paper mixed` preset's (128 x 128, batch 256); ``--hidden 256 256
+--batch 512`` gives the paper's. CQL is timed after its warm start (``policy_eval_start=0``),
+CVL with uniform anchors (the preset's ``sampler_mode``). Run (repository root)::
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
         python benchmarks/bench_seeds.py --dataset DIR [--ks 1 2 5 10] [--algo bc]
@@ -78,7 +79,7 @@ def rate(step: Callable[[], None], seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", required=True, help="a cvl_data state dataset folder")
-    parser.add_argument("--algo", default="bc")
+    parser.add_argument("--algo", default="bc", help="bc, cql, cvl, cvl_mc, ...")
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
     parser.add_argument("--batch", type=int, default=256)
@@ -94,6 +95,10 @@ def main() -> None:
 
     dataset = open_dataset(args.dataset)
     overrides = {"hidden": tuple(args.hidden), "batch_size": args.batch}
+    if args.algo.startswith("cql"):
+        overrides["policy_eval_start"] = 0  # the CQL actor loss, not the BC warm start
+    if args.algo.startswith("cvl"):
+        overrides["sampler_mode"] = "uniform"  # as the paper-mixed preset
     print(
         f"torch {torch.__version__}, {args.threads} thread(s), {args.algo}, hidden "
         f"{tuple(args.hidden)}, batch {args.batch}, {args.rounds} rounds x {args.seconds} s, "

@@ -118,3 +118,56 @@ def test_interrupted_sweep_restarted_skips_finished_runs_and_completes_the_rest(
     csv_lines = (out / "index.csv").read_text().splitlines()
     assert csv_lines[0].startswith("run,algorithm,task,seed") and len(csv_lines) == 4
     assert (out / "bc" / "reach-v3" / "seed_1" / "train.log").read_text()
+
+
+def test_vectorised_seeds_sweep_stops_all_seeds_and_resumes_them_together(data_root, tmp_path):
+    """``vectorise_seeds``: bc's seeds train in one process (one log, a pointer in the other's);
+    a SIGTERM checkpoints every seed of the group, the restart resumes them together."""
+    out = tmp_path / "sweep"
+    config = _config(
+        data_root,
+        out,
+        algorithms=("bc",),
+        seeds=(0, 1),
+        steps=1500,
+        checkpoint_every=50,
+        vectorise_seeds=True,
+    )
+    bc = [out / "bc" / "reach-v3" / f"seed_{s}" for s in (0, 1)]
+    process = multiprocessing.get_context("spawn").Process(target=sweep, args=(config, False))
+    process.start()
+    latest = bc[0] / "checkpoints" / "latest.json"
+    deadline = time.monotonic() + 300
+    while not latest.exists() and process.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.terminate()  # SIGTERM: the group checkpoints every seed, then stops
+    process.join(120)
+    assert not (bc[0] / RESULTS_FILE).exists()
+    steps = [json.loads((run / "checkpoints/latest.json").read_text()) for run in bc]
+    assert steps[0] == steps[1]  # both seeds stopped at the same update
+
+    record = sweep(config, progress=False)
+    assert len(record["completed"]) == 2 and not record["failed"]
+    log = (bc[0] / "train.log").read_text()
+    assert f"train {bc[0]}, {bc[1]}" in log
+    assert log.count("resuming") == 2  # both seeds, in the group's log
+    assert "trained with its other seeds" in (bc[1] / "train.log").read_text()
+
+
+def test_vectorise_seeds_groups_only_runs_that_can_train_together(data_root, tmp_path):
+    """Seeds of a learner with stages group by (algorithm, task); iql (no stages) and runs with
+    a pretraining phase (cvl_pretrained) stay one run per process."""
+    from cvl_eval.pipelines.sweep import _jobs
+
+    config = _config(
+        data_root, tmp_path, algorithms=("bc", "iql", "cvl_pretrained"), seeds=(0, 1, 2)
+    )
+    jobs = _jobs(expand(config), vectorise_seeds=True)
+    assert [(job[0].label, [r.seed for r in job]) for job in jobs] == [
+        ("bc", [0, 1, 2]),
+        *[("iql", [s]) for s in (0, 1, 2)],
+        *[("cvl_pretrained", [s]) for s in (0, 1, 2)],
+    ]
+    assert all(len(job) == 1 for job in _jobs(expand(config), vectorise_seeds=False))
+    with pytest.raises(ConfigError, match="vectorise_seeds trains seeds in one local process"):
+        expand(dataclasses.replace(config, vectorise_seeds=True, backend="ray"))

@@ -50,6 +50,7 @@ def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
         num_gpus=config.num_gpus,
         wandb=config.wandb,
         wandb_project=f"cvl-{config.experiment}",
+        vectorise_seeds=config.vectorise_seeds,
     )
 
 

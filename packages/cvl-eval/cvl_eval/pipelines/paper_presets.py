@@ -285,6 +285,9 @@ class PaperConfig:
     """With ``backend="ray"``: GPUs per run."""
     wandb: bool = False
     """Also log every run to Weights & Biases."""
+    vectorise_seeds: bool = False
+    """Train each (algorithm, task)'s seeds together in one process (`SweepConfig.vectorise_seeds`;
+    local backend)."""
     bootstrap_reps: int = 2000
     """Bootstrap replications of the rliable intervals."""
     progress: bool = True

@@ -4,7 +4,8 @@
 ``<out_dir>/<label>/<task>/seed_<k>``), skips finished runs (a run is finished when its
 ``results.json`` exists), and launches the others as up to ``workers`` processes at a time
 (``multiprocessing`` spawn: each a fresh interpreter that calls `cvl_eval.training.loop.train` with
-``resume=True``, its output in ``<run>/train.log``; `cvl_eval.pipelines.sweep_worker`: it dies
+``resume=True``, its output in ``<run>/train.log``; with ``vectorise_seeds`` one process trains
+the seeds of an (algorithm, task) together, `cvl_eval.training.seeds`; `cvl_eval.pipelines.sweep_worker`: it dies
 with the sweep, and a failure leaves its traceback in the log). A run interrupted earlier continues
 from its last checkpoint. At the end ``index.json`` and ``index.csv`` list every finished run and
 ``sweep.json`` (and ``index.json``) record what this call did, each failed run with its error
@@ -114,6 +115,13 @@ class SweepConfig:
     ``WANDB_MODE=offline``), grouped by the sweep folder's name."""
     wandb_project: str = "cvl"
     """Weights & Biases project of the runs."""
+    vectorise_seeds: bool = False
+    """Train the seeds of each (algorithm, task) together in one process, one vectorised learner
+    (`cvl_eval.training.seeds`; each seed equals its run alone within float rounding); then
+    ``workers`` counts such groups. Runs with a pretraining phase, and learners that do not
+    declare their update as stages (IQL), are trained one per process as usual. Local backend
+    only. Off by default: on a CPU it pays for small networks only (README, "Many seeds, one
+    learner")."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +207,8 @@ def _check_backend(config: SweepConfig) -> None:
     """Ray's settings only with ``backend="ray"``, in range; GPUs only for CUDA runs."""
     if config.backend not in ("local", "ray"):
         raise ConfigError(f"backend must be 'local' or 'ray', not {config.backend!r}")
+    if config.vectorise_seeds and config.backend != "local":
+        raise ConfigError("vectorise_seeds trains seeds in one local process: use --backend local")
     ray_fields = {"ray_address": None, "num_cpus": None, "num_gpus": 0.0}
     if config.backend == "local":
         set_fields = [k for k, v in ray_fields.items() if getattr(config, k) != v]
@@ -316,7 +326,7 @@ def sweep(config: SweepConfig, progress: bool = True) -> dict[str, Any]:
         if config.backend == "ray":
             _run_on_ray(todo, config, outcomes)
         else:
-            _run_processes(todo, config.workers, outcomes)
+            _run_processes(_jobs(todo, config.vectorise_seeds), config.workers, outcomes)
     finally:
         outcomes.close()
         if previous is not None:
@@ -367,31 +377,52 @@ class _Outcomes:
         self.bar.close()
 
 
-def _run_processes(todo: list[SweepRun], workers: int, outcomes: _Outcomes) -> None:
-    """Train ``todo`` in up to ``workers`` processes at a time. On an interruption (SIGTERM,
-    Ctrl-C) the running children are stopped gracefully (they checkpoint)."""
+def _jobs(todo: list[SweepRun], vectorise_seeds: bool) -> list[list[SweepRun]]:
+    """The processes to start: one run each, or with ``vectorise_seeds`` the seeds of each
+    (label, task) together where the learner can take them (`cvl_eval.training.seeds`)."""
+    if not vectorise_seeds:
+        return [[run] for run in todo]
+    groups: dict[tuple, list[SweepRun]] = {}
+    for run in todo:
+        together = not run.config.pretrain_datasets and _declares_stages(run.config.algorithm)
+        key = (run.label, run.task) if together else (run.label, run.task, run.seed)
+        groups.setdefault(key, []).append(run)
+    return list(groups.values())
+
+
+def _declares_stages(algorithm: str) -> bool:
+    from cvl_algos import LearnerBase
+
+    return learner_class(algorithm).gradient_stages is not LearnerBase.gradient_stages
+
+
+def _run_processes(jobs: list[list[SweepRun]], workers: int, outcomes: _Outcomes) -> None:
+    """Train ``jobs`` (each one run, or several seeds trained together) in up to ``workers``
+    processes at a time. On an interruption (SIGTERM, Ctrl-C) the running children are stopped
+    gracefully (they checkpoint)."""
     context = multiprocessing.get_context("spawn")
-    running: list[tuple[SweepRun, Any]] = []
-    queue = list(todo)
+    running: list[tuple[list[SweepRun], Any]] = []
+    queue = list(jobs)
     try:
         while queue or running:
             while queue and len(running) < workers:
-                run = queue.pop(0)
+                job = queue.pop(0)
+                configs = [run.config for run in job]
+                log = str(RunFolder(configs[0].out_dir).log)
                 process = context.Process(
-                    target=train_in_child,
-                    args=(run.config, str(RunFolder(run.config.out_dir).log), os.getpid()),
-                    daemon=False,
+                    target=train_in_child, args=(configs, log, os.getpid()), daemon=False
                 )
                 process.start()
-                running.append((run, process))
+                running.append((job, process))
             time.sleep(0.2)
             for item in list(running):
-                run, process = item
+                job, process = item
                 if process.is_alive():
                     continue
                 process.join()
                 running.remove(item)
-                outcomes.record(run, process.exitcode)
+                for run in job:
+                    outcomes.record(run, process.exitcode)
     finally:
         for _, process in running:  # interrupted: stop children gracefully (they checkpoint)
             process.terminate()

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,27 +40,42 @@ ERROR_FILE = "error.json"
 _PR_SET_PDEATHSIG = 1
 
 
-def train_in_child(config: TrainConfig, log_path: str, parent_pid: int) -> None:
-    """Child process: train ``config`` with stdout/stderr in ``log_path``; exit code 1 (and the
-    traceback in the log, the error in ``error.json``) when the run fails."""
+def train_in_child(
+    configs: TrainConfig | Sequence[TrainConfig], log_path: str, parent_pid: int
+) -> None:
+    """Child process: train ``configs`` (one run, or several seeds of one run together,
+    `cvl_eval.training.seeds`) with stdout/stderr in ``log_path``; exit code 1 (and the
+    traceback in the log, the error in each run's ``error.json``) when training fails."""
+    configs = [configs] if isinstance(configs, TrainConfig) else list(configs)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; SIGTERM stops gracefully
     _die_with(parent_pid)
-    error_file = Path(config.out_dir) / ERROR_FILE
-    error_file.unlink(missing_ok=True)
+    error_files = [Path(config.out_dir) / ERROR_FILE for config in configs]
+    for error_file in error_files:
+        error_file.unlink(missing_ok=True)
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    for config in configs[1:]:  # the group's output goes to the first run's log
+        with open(Path(config.out_dir) / "train.log", "a") as other:
+            print(f"== {stamp} trained with its other seeds; output in {log_path}", file=other)
     with open(log_path, "a", buffering=1) as log:
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         sys.stdout = sys.stderr = log
-        from cvl_eval.training.loop import train
-
-        print(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} train {config.out_dir}", flush=True)
+        print(f"== {stamp} train {', '.join(c.out_dir for c in configs)}", flush=True)
         try:
-            train(config)
+            if len(configs) == 1:
+                from cvl_eval.training.loop import train
+
+                train(configs[0])
+            else:
+                from cvl_eval.training.seeds import train_seeds
+
+                train_seeds(configs)
         except BaseException as error:  # noqa: BLE001 - recorded, then the exit code says it
             traceback.print_exc(file=log)
             log.flush()
             last = traceback.format_exception_only(type(error), error)[-1].strip()
-            write_json_atomic(error_file, {"error": last, "log": str(log_path)})
+            for error_file in error_files:
+                write_json_atomic(error_file, {"error": last, "log": str(log_path)})
             raise SystemExit(1) from None
 
 

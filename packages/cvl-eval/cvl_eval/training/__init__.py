@@ -7,6 +7,7 @@
 | `plan` | `validate(config) -> Plan`: what the run will do; its data sources and samplers |
 | `session` | the learner, samplers and logger of one process session, restored on resume |
 | `loop` | `train(config)`: the updates, logging, evaluation, checkpoints, ``results.json`` |
+| `seeds` | `train_seeds(configs)`: K seeds of one run in one process (vectorised learner) |
 | `logger` | `MetricsLogger`: ``metrics.jsonl`` / ``evals.jsonl``, TensorBoard, optional W&B |
 | `wandb_sink` | `WandbSink`: the optional Weights & Biases logger (``--wandb``) |
 """

@@ -47,7 +47,15 @@ from cvl_eval.training.config import StepInfo, TrainConfig
 from cvl_eval.training.plan import validate
 from cvl_eval.training.session import Session, StopFlag, start_session
 
-__all__ = ["train"]
+__all__ = [
+    "Log",
+    "eval_due",
+    "finish",
+    "open_session",
+    "run_session",
+    "torch_threads",
+    "train",
+]
 
 
 def train(
@@ -69,31 +77,45 @@ def train(
     run = RunFolder(config.out_dir)
     if config.resume and run.finished:
         return run.read_results()
+    with torch_threads(config.num_threads), StopFlag() as stop:
+        with open_session(config, plan, run) as session:
+            if session is None:  # another process finished it meanwhile
+                return run.read_results()
+            return run_session(session, stop, callback)
+
+
+@contextlib.contextmanager
+def open_session(config: TrainConfig, plan: Any, run: RunFolder) -> Iterator[Session | None]:
+    """Hold the run folder's lock and yield its `Session` (fresh, or restored on resume); None
+    when the run is found finished once the lock is held. A run that fails to start before any
+    checkpoint leaves no folder behind to resume; the logger is closed at the end."""
     run.path.mkdir(parents=True, exist_ok=True)
     with hold_run_lock(run.path):
         check_run_contents(config, run)  # again: another process may have written it meanwhile
         if config.resume and run.finished:
-            return run.read_results()
+            yield None
+            return
         fresh = not run.config.exists()
         if fresh:
             write_json_atomic(run.config, plan.config_record(config))
-        threads = config.num_threads
-        context = _torch_threads(threads) if threads else contextlib.nullcontext()
-        with context, StopFlag() as stop:
-            try:
-                session = start_session(config, plan, run)
-            except BaseException:
-                if fresh and not run.has_checkpoints():  # nothing ran: no --resume needed
-                    run.discard_unstarted()
-                raise
-            try:
-                return _loop(session, stop, callback)
-            finally:
-                session.logger.close()
+        try:
+            session = start_session(config, plan, run)
+        except BaseException:
+            if fresh and not run.has_checkpoints():  # nothing ran: no --resume needed
+                run.discard_unstarted()
+            raise
+        try:
+            yield session
+        finally:
+            session.logger.close()
 
 
 @contextlib.contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
+def torch_threads(n: int | None) -> Iterator[None]:
+    """torch's CPU thread count set to ``n`` for the block (None: unchanged)."""
+    if not n:
+        yield
+        return
     previous = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
@@ -102,7 +124,7 @@ def _torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _loop(session: Session, stop: StopFlag, callback: Callable | None) -> dict[str, Any]:
+def run_session(session: Session, stop: StopFlag, callback: Callable | None) -> dict[str, Any]:
     """The updates left (`run_phases`), each followed by logging, evaluation and checkpoint as
     due; then the final evaluation, checkpoint and ``results.json``."""
     from tqdm import tqdm
@@ -118,7 +140,7 @@ def _loop(session: Session, stop: StopFlag, callback: Callable | None) -> dict[s
         dynamic_ncols=True,
         mininterval=0.5,
     )
-    log = _Log(session, bar, total)
+    log = Log(session, bar, total)
     if config.eval_at_start and learner.step == 0 and session.last_eval is None:
         if plan.pretrain_steps == 0 or session.pretrain_done == plan.pretrain_steps:
             session.evaluate()
@@ -131,7 +153,7 @@ def _loop(session: Session, stop: StopFlag, callback: Callable | None) -> dict[s
         for update in phases:
             bar.update(1)
             log.add(update)
-            if update.phase == "train" and _eval_due(learner.step, config):
+            if update.phase == "train" and eval_due(learner.step, config):
                 evaluation = session.evaluate()
                 if learner.step == config.steps:
                     final = evaluation
@@ -139,9 +161,15 @@ def _loop(session: Session, stop: StopFlag, callback: Callable | None) -> dict[s
             _checkpoint_or_stop(session, stop, callback, update, total)
     finally:
         bar.close()
+    return finish(session, final)
+
+
+def finish(session: Session, final: dict | None) -> dict[str, Any]:
+    """The end of a run: the final evaluation (unless given), the final checkpoint, logs and
+    ``results.json``; returns the results."""
     if final is None:  # resumed after the final evaluation but before results were written
         final = session.evaluate()
-    learner.save(session.run.final)
+    session.learner.save(session.run.final)
     results = _results(session, final)
     session.logger.flush()
     session.run.write_progress_csv()
@@ -149,7 +177,7 @@ def _loop(session: Session, stop: StopFlag, callback: Callable | None) -> dict[s
     return results
 
 
-def _eval_due(step: int, config: TrainConfig) -> bool:
+def eval_due(step: int, config: TrainConfig) -> bool:
     """An evaluation after labelled step ``step``: every ``eval_every`` steps and at the end."""
     return step == config.steps or bool(config.eval_every and step % config.eval_every == 0)
 
@@ -175,7 +203,7 @@ def _checkpoint_or_stop(
         )
 
 
-class _Log:
+class Log:
     """Metric averages over ``log_every`` updates (and at the end of each phase) to the logger,
     and the progress bar's postfix: the learner's ``progress_metrics`` and the last evaluation.
 
