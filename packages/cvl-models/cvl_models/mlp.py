@@ -66,7 +66,10 @@ class DenseMLP(nn.Module):
             self.norms.append(nn.LayerNorm(width))
             prev = width
         self.out = nn.Linear(prev + self.in_dim, self.out_dim)
-        self.act = nn.ReLU()
+        # in place on the LayerNorm's fresh output (its backward needs its input, not its output):
+        # saves allocating a second activation-sized tensor (a CPU microbenchmark of CQL's
+        # 31-action critic pass: 10-20% faster; within noise for a whole update)
+        self.act = nn.ReLU(inplace=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map ``(*batch, in_dim)`` to ``(*batch, out_dim)``."""
@@ -115,7 +118,8 @@ def _split_linear(
     weight = linear.weight
     start = 0 if z is None else z.shape[-1]
     end = start + shared.shape[-1]
-    out = F.linear(per_item, weight[:, end:]) + F.linear(shared, weight[:, start:end], linear.bias)
+    out = F.linear(per_item, weight[:, end:])
+    out.add_(F.linear(shared, weight[:, start:end], linear.bias))  # in place: no second copy
     if z is not None:
-        out = out + F.linear(z, weight[:, :start])
+        out.add_(F.linear(z, weight[:, :start]))
     return out
