@@ -14,7 +14,7 @@ import torch
 from hypothesis import settings
 
 from cvl_algos import make_learner
-from cvl_data import TransitionBatch
+from cvl_data import ContrastiveBatch, TransitionBatch
 from cvl_models import TanhGaussianPolicy, TwinQ
 
 torch.set_num_threads(1)
@@ -78,6 +78,34 @@ def make_transition_batch(
     terminated = (torch.arange(batch_size) % terminal_every == terminal_every - 1).float()
     fields = (obs, action, reward, obs_next, terminated)
     return TransitionBatch(*(t.to(device) for t in fields))
+
+
+def make_contrastive_batch(
+    seed: int = 0, size: int = 16, rewards: bool = True, device: str = "cpu"
+) -> ContrastiveBatch:
+    """A synthetic ContrastiveBatch whose future states depend on (s, a), so there is signal;
+    ``action[0]`` is exactly 1 and the rewards are None when not ``rewards``."""
+    gen = torch.Generator().manual_seed(seed)
+    obs = torch.randn(size, OBS_DIM, generator=gen)
+    action = torch.tanh(torch.randn(size, ACTION_DIM, generator=gen))
+    action[0] = 1.0
+    future = obs.clone()
+    future[:, :ACTION_DIM] += 2.0 * action
+    reward = torch.sin(future[:, 0]) if rewards else None
+    fields = dict(
+        obs_t=obs,
+        action_t=action,
+        reward_t=reward,
+        obs_next=obs + 0.1,
+        done=torch.zeros(size),
+        obs_future=future,
+        reward_future=reward,
+        offset=torch.ones(size, dtype=torch.int64),
+        task_id=None,
+    )
+    return ContrastiveBatch(
+        **{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in fields.items()}
+    )
 
 
 def clone_batch(batch):

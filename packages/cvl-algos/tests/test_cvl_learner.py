@@ -7,7 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from conftest import ACTION_DIM, OBS_DIM, assert_learners_equal  # pants: no-infer-dep
+from conftest import (  # pants: no-infer-dep
+    ACTION_DIM,
+    OBS_DIM,
+    assert_learners_equal,
+    make_contrastive_batch,
+)
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl import (
@@ -27,32 +32,7 @@ ESTIMATORS = ["cvl", "cvl_mc"]
 
 def make_batch(seed: int = 0, size: int = 16, rewards: bool = True, device: str = "cpu"):
     """A synthetic ContrastiveBatch whose future states depend on (s, a), so there is signal."""
-    gen = torch.Generator().manual_seed(seed)
-    obs = torch.randn(size, OBS_DIM, generator=gen)
-    action = torch.tanh(torch.randn(size, ACTION_DIM, generator=gen))
-    action[0] = 1.0
-    future = obs.clone()
-    future[:, :ACTION_DIM] += 2.0 * action
-    reward = torch.sin(future[:, 0]) if rewards else None
-    batch = ContrastiveBatch(
-        obs_t=obs,
-        action_t=action,
-        reward_t=reward,
-        obs_next=obs + 0.1,
-        done=torch.zeros(size),
-        obs_future=future,
-        reward_future=reward,
-        offset=torch.ones(size, dtype=torch.int64),
-        task_id=None,
-    )
-    return dataclasses.replace(
-        batch,
-        **{
-            f.name: getattr(batch, f.name).to(device)
-            for f in dataclasses.fields(batch)
-            if isinstance(getattr(batch, f.name), torch.Tensor)
-        },
-    )
+    return make_contrastive_batch(seed, size, rewards, device)
 
 
 class Batches:

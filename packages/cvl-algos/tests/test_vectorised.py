@@ -14,6 +14,7 @@ from conftest import (  # pants: no-infer-dep
     ACTION_DIM,
     DEVICES,
     OBS_DIM,
+    make_contrastive_batch,
     make_transition_batch,
     tiny_learner,
 )
@@ -36,6 +37,12 @@ def batch_stream(seed: int, start: int, count: int, device: str):
 
 def close(a, b):
     torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def close_metric(a, b):
+    """Metrics over hundreds of updates: float rounding of batched matmuls adds up to ~1e-3
+    relative in small losses; a wrong random stream or a shared seed differs at O(1)."""
+    torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
 
 
 def assert_same_seed_state(alone, vectorised):
@@ -85,7 +92,7 @@ def test_bc_seeds_equal_each_seed_trained_alone(device, tmp_path):
         assert_same_seed_state(alone[k], learner)
         for step in range(UPDATES):
             for key in ("bc_loss", "nll", "entropy", "grad_norm"):
-                close(metrics[step][k][key], alone_metrics[k][step][key])
+                close_metric(metrics[step][k][key], alone_metrics[k][step][key])
     # the seeds really differ from each other (not K copies of one)
     first = [next(lr.policy.parameters()) for lr in restarted.learners]
     assert not torch.allclose(first[0], first[1])
@@ -150,28 +157,11 @@ def test_cql_seeds_equal_each_seed_trained_alone(lagrange):
         for step in range(updates):
             assert metrics[step][k].keys() == alone_metrics[k][step].keys()
             for key, value in alone_metrics[k][step].items():
-                close(metrics[step][k][key], value)
+                close_metric(metrics[step][k][key], value)
 
 
-def contrastive_batch(seed: int, size: int = 16) -> ContrastiveBatch:
-    """A synthetic reward-labelled ContrastiveBatch whose futures depend on (s, a)."""
-    gen = torch.Generator().manual_seed(seed)
-    obs = torch.randn(size, OBS_DIM, generator=gen)
-    action = torch.tanh(torch.randn(size, ACTION_DIM, generator=gen))
-    future = obs.clone()
-    future[:, :ACTION_DIM] += 2.0 * action
-    reward = torch.sin(future[:, 0])
-    return ContrastiveBatch(
-        obs_t=obs,
-        action_t=action,
-        reward_t=reward,
-        obs_next=obs + 0.1,
-        done=torch.zeros(size),
-        obs_future=future,
-        reward_future=reward,
-        offset=torch.ones(size, dtype=torch.int64),
-        task_id=None,
-    )
+def contrastive_batch(seed: int) -> ContrastiveBatch:
+    return make_contrastive_batch(seed)
 
 
 CVL_TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
@@ -209,4 +199,4 @@ def test_cvl_seeds_equal_each_seed_trained_alone(name, overrides):
         for step in range(updates):
             assert metrics[step][k].keys() == alone_metrics[k][step].keys()
             for key, value in alone_metrics[k][step].items():
-                close(metrics[step][k][key], value)
+                close_metric(metrics[step][k][key], value)

@@ -52,6 +52,7 @@ __all__ = [
     "eval_due",
     "finish",
     "open_session",
+    "progress_bar",
     "run_session",
     "torch_threads",
     "train",
@@ -127,19 +128,9 @@ def torch_threads(n: int | None) -> Iterator[None]:
 def run_session(session: Session, stop: StopFlag, callback: Callable | None) -> dict[str, Any]:
     """The updates left (`run_phases`), each followed by logging, evaluation and checkpoint as
     due; then the final evaluation, checkpoint and ``results.json``."""
-    from tqdm import tqdm
-
     plan, config, learner = session.plan, session.config, session.learner
     total = plan.pretrain_steps + config.steps
-    bar = tqdm(
-        total=total,
-        initial=session.updates,
-        desc=f"{plan.label} {plan.task} s{config.seed}",
-        unit="step",
-        disable=not config.progress,
-        dynamic_ncols=True,
-        mininterval=0.5,
-    )
+    bar = progress_bar(f"{plan.label} {plan.task} s{config.seed}", total, session.updates, config)
     log = Log(session, bar, total)
     if config.eval_at_start and learner.step == 0 and session.last_eval is None:
         if plan.pretrain_steps == 0 or session.pretrain_done == plan.pretrain_steps:
@@ -175,6 +166,21 @@ def finish(session: Session, final: dict | None) -> dict[str, Any]:
     session.run.write_progress_csv()
     write_json_atomic(session.run.results, results)
     return results
+
+
+def progress_bar(desc: str, total: int, initial: int, config: TrainConfig) -> Any:
+    """A run's tqdm bar (steps/s, ETA), hidden unless ``config.progress``."""
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        initial=initial,
+        desc=desc,
+        unit="step",
+        disable=not config.progress,
+        dynamic_ncols=True,
+        mininterval=0.5,
+    )
 
 
 def eval_due(step: int, config: TrainConfig) -> bool:

@@ -26,6 +26,7 @@ from cvl_eval.training.loop import (
     eval_due,
     finish,
     open_session,
+    progress_bar,
     run_session,
     torch_threads,
 )
@@ -100,19 +101,9 @@ def _train(sessions: list[Session], stop: StopFlag) -> list[dict[str, Any]]:
 def _vectorised_loop(sessions: list[Session], vector: Any, stop: StopFlag) -> list[dict]:
     """`train`'s loop for K sessions: one vectorised update, then each run's logging,
     evaluation and checkpoint as due (the learners synced first when one is due)."""
-    from tqdm import tqdm
-
-    config, steps = sessions[0].config, sessions[0].config.steps
+    config, steps, plan = sessions[0].config, sessions[0].config.steps, sessions[0].plan
     seeds = ",".join(str(s.config.seed) for s in sessions)
-    bar = tqdm(
-        total=steps,
-        initial=vector.step,
-        desc=f"{sessions[0].plan.label} {sessions[0].plan.task} s{seeds}",
-        unit="step",
-        disable=not config.progress,
-        dynamic_ncols=True,
-        mininterval=0.5,
-    )
+    bar = progress_bar(f"{plan.label} {plan.task} s{seeds}", steps, vector.step, config)
     logs = [Log(session, bar, steps) for session in sessions]
     if config.eval_at_start and vector.step == 0:
         for session in sessions:
