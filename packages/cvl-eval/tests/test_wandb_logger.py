@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 import cvl_eval.pipelines.sweep_worker  # noqa: F401 - the child imports it (Pants: in the sandbox)
+import cvl_eval.training.seeds  # noqa: F401 - the child imports it (Pants: in the sandbox)
 from cvl_data.jsonio import to_json_data
 from cvl_eval.errors import ConfigError
 from cvl_eval.training.config import TrainConfig
@@ -144,6 +145,12 @@ def test_wandb_logs_what_the_run_logs_and_a_resumed_run_continues_it(data_root, 
         for step, values in part.items():
             history.setdefault(step, {}).update(values)
         config.update(part_config)
+    _assert_history_is_the_runs(out, history)
+    assert config["algorithm"] == "bc" and config["steps"] == 8 and config["out_dir"] == str(out)
+
+
+def _assert_history_is_the_runs(out, history):
+    """The W&B history equals the run's ``metrics.jsonl`` and ``evals.jsonl``, step by step."""
     expected = {}
     for line in (out / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
@@ -154,11 +161,38 @@ def test_wandb_logs_what_the_run_logs_and_a_resumed_run_continues_it(data_root, 
         record = json.loads(line)
         values = {f"eval/{k}": record[k] for k in ("return", "success", "length")}
         expected.setdefault(record["update"], {}).update(values)
-    assert sorted(expected) == sorted(history), [sorted(_history(f)[0]) for f in files]
+    assert sorted(expected) == sorted(history)
     for step, values in expected.items():
         for key, value in values.items():
             assert history[step][key] == pytest.approx(value), (step, key)
-    assert config["algorithm"] == "bc" and config["steps"] == 8 and config["out_dir"] == str(out)
+
+
+SEEDS_IN_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from cvl_eval.pipelines.sweep_worker import config_from_json
+    from cvl_eval.training.seeds import train_seeds
+
+    train_seeds([config_from_json(c) for c in json.loads(sys.argv[1])])
+    """
+)
+
+
+def test_seeds_trained_together_each_log_their_own_wandb_run(data_root, tmp_path):
+    """`train_seeds` (``--vectorise-seeds``) opens one W&B run per seed in one process; each
+    holds exactly its own run's metrics (an older wandb would hand back the first run)."""
+    outs = [tmp_path / f"seed_{s}" for s in (0, 1)]
+    configs = [to_json_data(_config(data_root, out, seed=s)) for s, out in enumerate(outs)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path)}
+    command = [sys.executable, "-c", SEEDS_IN_CHILD, json.dumps(configs)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for out in outs:
+        (run_file,) = _run_files(out)
+        assert run_file.name == f"run-{wandb_run_id(out)}.wandb"
+        history, config = _history(run_file)
+        _assert_history_is_the_runs(out, history)
+        assert config["out_dir"] == str(out)
 
 
 def test_wandb_is_off_by_default(data_root, tmp_path):
