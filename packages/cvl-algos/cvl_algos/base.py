@@ -14,8 +14,9 @@ declarations trainers read instead of knowing algorithms by name (``offline``,
 - implements ``state_modules()`` / ``state_optimizers()`` (everything a checkpoint must hold:
   extra tensors such as a log-temperature go into a module, see `cvl_algos.common.Scalar`) and
   ``_train_step(batch) -> dict[str, Tensor]`` (one gradient step; may use ``self.maybe_compile``),
-  or instead ``gradient_stages()`` when the update is a sequence of clipped gradient steps (BC),
-  which also gives it vectorised seeds (`cvl_algos.vectorised`);
+  or instead ``gradient_stages()``, its update as data (`cvl_algos.stages`: gradient steps,
+  polyak averages, no-gradient computations; BC, SAC, CQL, CVL), which also gives it vectorised
+  seeds (`cvl_algos.vectorised`);
 - may override ``extra_state()`` / ``load_extra_state()`` for JSON-able non-tensor state
   (calling ``super()``'s, as `cvl_algos.pretraining.PretrainingLearner` does).
 
@@ -144,14 +145,20 @@ class LearnerBase:
         vectorised seeds (`cvl_algos.vectorised.VectorisedLearner`)."""
         return None
 
+    @classmethod
+    def declares_stages(cls) -> bool:
+        """Whether the class declares `gradient_stages` (what vectorised seeds need); known
+        before any learner is built (a sweep groups runs by it)."""
+        return cls.gradient_stages is not LearnerBase.gradient_stages
+
     def _train_step(self, batch: Any) -> dict[str, torch.Tensor]:
         """One gradient step on ``batch``; returns scalar tensor metrics. Default: run
         `gradient_stages` (`run_stages`)."""
-        stages = self.gradient_stages()
-        if stages is None:
+        if not self.declares_stages():
             raise NotImplementedError(
                 f"{type(self).__name__} defines neither _train_step nor stages"
             )
+        stages = self.gradient_stages()
         self.check_update_batch(batch)
         return self.run_stages(stages, batch)
 

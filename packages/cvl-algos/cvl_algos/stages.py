@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["ComputeStage", "GradientStage", "PolyakStage", "Stage", "submodule"]
+__all__ = ["ComputeStage", "GradientStage", "PolyakStage", "Stage", "split_path", "submodule"]
 
 Carry = dict[str, torch.Tensor]
 
@@ -64,7 +64,14 @@ class ComputeStage:
 Stage = GradientStage | PolyakStage | ComputeStage
 
 
+def split_path(path: str) -> tuple[str, str]:
+    """``"critic.psi_net"`` -> (state module ``"critic"``, submodule path ``"psi_net"``);
+    ``"critic"`` -> ``("critic", "")``."""
+    head, _, rest = path.partition(".")
+    return head, rest
+
+
 def submodule(modules: dict[str, nn.Module], path: str) -> nn.Module:
     """The module at ``path`` ("critic" or "critic.psi_net") among a learner's state modules."""
-    head, _, rest = path.partition(".")
+    head, rest = split_path(path)
     return modules[head].get_submodule(rest) if rest else modules[head]

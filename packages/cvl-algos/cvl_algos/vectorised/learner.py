@@ -1,11 +1,13 @@
 """`VectorisedLearner`: one update step for K seeds of one learner with ``torch.func.vmap``.
 
-Per update and stage (`GradientStage`): each seed's random draws are taken from its own
-generator (`tape`), ``vmap(grad(loss))`` gives every seed's gradients at once, each seed's
+Per update and gradient stage (`cvl_algos.stages`): each seed's random draws are taken from its
+own generator (`tape`), ``vmap(grad(loss))`` gives every seed's gradients at once, each seed's
 gradient norm is clipped on its own (as ``clip_grad_norm_`` does for one), and one Adam over
-the stacked parameters steps all seeds (`stacking`). Seed ``k``'s parameters, Adam state, RNG
-and step then equal, within float rounding, those of the same learner trained alone on the same
-batches (tests check BC over a few hundred updates).
+the stacked parameters steps all seeds (`stacking`); polyak stages average the stacked tensors,
+compute stages run under ``vmap`` and update the stacked buffers in place. Seed ``k``'s
+parameters, buffers, Adam state, RNG and step then equal, within float rounding, those of the
+same learner trained alone on the same batches (tests check BC, CQL and CVL over a few hundred
+updates).
 
 The K learners keep their own samplers and checkpoints: after `sync` each ``learners[k]`` holds
 its seed's state and saves, acts and loads as a learner trained alone.
@@ -22,7 +24,7 @@ from torch import nn
 
 from cvl_algos.base import LearnerBase
 from cvl_algos.common import detach_metrics
-from cvl_algos.stages import GradientStage, PolyakStage
+from cvl_algos.stages import GradientStage, PolyakStage, split_path
 from cvl_algos.vectorised.stacking import (
     stack_adam,
     stack_buffers,
@@ -34,7 +36,7 @@ from cvl_algos.vectorised.stacking import (
 from cvl_algos.vectorised.tape import Draw, RecordingSource, TapeSource, draw_tape
 from cvl_models.noise import noise_source
 
-__all__ = ["VectorisedLearner"]
+__all__ = ["VectorisedLearner", "unsupported"]
 
 
 class _Call(nn.Module):
@@ -62,7 +64,9 @@ class VectorisedLearner:
     def __init__(self, learners: Sequence[LearnerBase], compile: bool = False) -> None:
         self.learners = list(learners)
         self.compile = bool(compile)
-        _check_compatible(self.learners)
+        reason = unsupported(self.learners)
+        if reason is not None:
+            raise ValueError(reason)
         first = self.learners[0]
         modules = [learner.state_modules() for learner in self.learners]
         self.module_names = list(modules[0])
@@ -161,7 +165,7 @@ class VectorisedLearner:
     @torch.no_grad()
     def _polyak(self, stage: PolyakStage) -> None:
         """The polyak average on the stacked parameters (elementwise: every seed's own)."""
-        head, _, rest = stage.source.partition(".")
+        head, rest = split_path(stage.source)
         prefix = f"{rest}." if rest else ""
         source = {n[len(prefix) :]: p for n, p in self.params[head].items() if n.startswith(prefix)}
         target = self.params[stage.target]
@@ -190,8 +194,8 @@ class VectorisedLearner:
         )
         key = (mode, getattr(stage, "key", None), tuple((k, v.shape) for k, v in fields.items()))
         args = (trainable, frozen, fields, carry)
-        if mode == "compute":  # draws nothing; no recording pass (it would update buffers twice)
-            self._draws[key] = []
+        if key not in self._draws and mode == "compute":
+            self._draws[key] = []  # draws nothing; a recording pass would update buffers twice
         if key not in self._draws:
             recorder = RecordingSource()
             self._make_fn(stage, mode, batch_type, none_fields, recorder)(*args, [])
@@ -259,26 +263,28 @@ def _stack_batches(batches: Sequence[Any]) -> tuple[dict[str, torch.Tensor], lis
     return fields, none_fields
 
 
-def _check_compatible(learners: Sequence[LearnerBase]) -> None:
+def unsupported(learners: Sequence[LearnerBase]) -> str | None:
+    """Why ``learners`` cannot be trained as one `VectorisedLearner`, or None when they can."""
     if not learners:
-        raise ValueError("VectorisedLearner: needs at least one learner")
+        return "VectorisedLearner: needs at least one learner"
     first = learners[0]
-    if first.gradient_stages() is None:
-        raise ValueError(
+    if not first.declares_stages():
+        return (
             f"VectorisedLearner: {first.name!r} does not declare its update as gradient stages "
             "(LearnerBase.gradient_stages); vectorised seeds are not available for it"
         )
     if getattr(first.config, "compile", False):
-        raise ValueError("VectorisedLearner: config.compile is not supported with vectorised seeds")
+        return "VectorisedLearner: config.compile is not supported with vectorised seeds"
     for learner in learners[1:]:
         same = (type(learner), learner.config, learner.obs_shape, learner.action_dim)
         if same != (type(first), first.config, first.obs_shape, first.action_dim):
-            raise ValueError(
+            return (
                 "VectorisedLearner: all learners must share class, config and shapes; "
                 f"{learner.name} seed {learner.seed} differs from seed {first.seed}"
             )
         if learner.device != first.device or learner.step != first.step:
-            raise ValueError(
+            return (
                 f"VectorisedLearner: seed {learner.seed} is at step {learner.step} on "
                 f"{learner.device}, seed {first.seed} at step {first.step} on {first.device}"
             )
+    return None

@@ -25,41 +25,42 @@ _ADAM_BUFFERS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
 def stack_parameters(modules: Sequence[nn.Module]) -> dict[str, nn.Parameter]:
     """``{name: Parameter (K, *shape)}`` from K modules of one architecture (copies)."""
-    names = [n for n, _ in modules[0].named_parameters()]
-    for module in modules[1:]:
-        if [n for n, _ in module.named_parameters()] != names:
-            raise ValueError("vectorised seeds: the learners' modules differ in architecture")
-    per_module = [dict(m.named_parameters()) for m in modules]
-    return {
-        name: nn.Parameter(torch.stack([p[name].detach() for p in per_module]).clone())
-        for name in names
-    }
-
-
-@torch.no_grad()
-def unstack_parameters(stacked: dict[str, torch.Tensor], modules: Sequence[nn.Module]) -> None:
-    """Write slice ``k`` of every stacked parameter into ``modules[k]``, in place."""
-    for k, module in enumerate(modules):
-        for name, param in module.named_parameters():
-            param.copy_(stacked[name][k])
+    stacked = _stack([dict(m.named_parameters()) for m in modules], "parameters")
+    return {name: nn.Parameter(tensor) for name, tensor in stacked.items()}
 
 
 def stack_buffers(modules: Sequence[nn.Module]) -> dict[str, torch.Tensor]:
     """``{name: (K, *shape)}`` of K modules' buffers (copies; e.g. each seed's random features
     and its ``xi`` average)."""
-    per_module = [dict(m.named_buffers()) for m in modules]
-    names = list(per_module[0])
-    if any(list(b) != names for b in per_module[1:]):
-        raise ValueError("vectorised seeds: the learners' modules differ in their buffers")
-    return {name: torch.stack([b[name] for b in per_module]).clone() for name in names}
+    return _stack([dict(m.named_buffers()) for m in modules], "buffers")
+
+
+@torch.no_grad()
+def unstack_parameters(stacked: dict[str, torch.Tensor], modules: Sequence[nn.Module]) -> None:
+    """Write slice ``k`` of every stacked parameter into ``modules[k]``, in place."""
+    _unstack(stacked, [m.named_parameters() for m in modules])
 
 
 @torch.no_grad()
 def unstack_buffers(stacked: dict[str, torch.Tensor], modules: Sequence[nn.Module]) -> None:
     """Write slice ``k`` of every stacked buffer into ``modules[k]``, in place."""
-    for k, module in enumerate(modules):
-        for name, buffer in module.named_buffers():
-            buffer.copy_(stacked[name][k])
+    _unstack(stacked, [m.named_buffers() for m in modules])
+
+
+def _stack(per_module: list[dict[str, torch.Tensor]], what: str) -> dict[str, torch.Tensor]:
+    names = list(per_module[0])
+    if any(list(tensors) != names for tensors in per_module[1:]):
+        raise ValueError(f"vectorised seeds: the learners' modules differ in their {what}")
+    return {
+        name: torch.stack([tensors[name].detach() for tensors in per_module]).clone()
+        for name in names
+    }
+
+
+def _unstack(stacked: dict[str, torch.Tensor], per_module: list) -> None:
+    for k, named in enumerate(per_module):
+        for name, tensor in named:
+            tensor.copy_(stacked[name][k])
 
 
 def stack_adam(

@@ -1,7 +1,7 @@
 """Each seed's random draws for a vectorised update, in the order it would draw them alone.
 
-`record_draws` learns the kinds and shapes an update stage draws (through `cvl_models.noise`,
-values zero); `draw_tape` takes those draws from each seed's own generator, outside ``vmap``,
+`RecordingSource` learns the kinds and shapes an update stage draws (through
+`cvl_models.noise`, serving zeros); `draw_tape` takes those draws from each seed's own generator, outside ``vmap``,
 stacked ``(K, *shape)``; inside ``vmap`` `TapeSource` hands each seed its slice in order.
 """
 
@@ -70,11 +70,13 @@ class TapeSource:
 def draw_tape(draws: Sequence[Draw], learners: Sequence) -> list[torch.Tensor]:
     """``draws`` taken from each learner's own RNG (its ``rng_scope``), stacked ``(K, *shape)``:
     the numbers each seed would draw in the same update trained alone."""
+    if not draws:  # nothing to draw: leave every seed's RNG alone (no state swaps)
+        return []
     per_seed = []
     for learner in learners:
         with learner.rng_scope():
             per_seed.append([_take(d) for d in draws])
-    return [torch.stack(column) for column in zip(*per_seed, strict=True)] if draws else []
+    return [torch.stack(column) for column in zip(*per_seed, strict=True)]
 
 
 def _take(draw: Draw) -> torch.Tensor:

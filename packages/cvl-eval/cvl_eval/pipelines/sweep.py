@@ -384,16 +384,13 @@ def _jobs(todo: list[SweepRun], vectorise_seeds: bool) -> list[list[SweepRun]]:
         return [[run] for run in todo]
     groups: dict[tuple, list[SweepRun]] = {}
     for run in todo:
-        together = not run.config.pretrain_datasets and _declares_stages(run.config.algorithm)
+        together = (
+            not run.config.pretrain_datasets
+            and learner_class(run.config.algorithm).declares_stages()
+        )
         key = (run.label, run.task) if together else (run.label, run.task, run.seed)
         groups.setdefault(key, []).append(run)
     return list(groups.values())
-
-
-def _declares_stages(algorithm: str) -> bool:
-    from cvl_algos import LearnerBase
-
-    return learner_class(algorithm).gradient_stages is not LearnerBase.gradient_stages
 
 
 def _run_processes(jobs: list[list[SweepRun]], workers: int, outcomes: _Outcomes) -> None:

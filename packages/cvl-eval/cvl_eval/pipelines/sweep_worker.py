@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cvl_data.jsonio import write_json_atomic
+from cvl_eval.runs.folder import RunFolder
 from cvl_eval.training.config import TrainConfig
 
 __all__ = [
@@ -54,7 +55,7 @@ def train_in_child(
         error_file.unlink(missing_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     for config in configs[1:]:  # the group's output goes to the first run's log
-        with open(Path(config.out_dir) / "train.log", "a") as other:
+        with open(RunFolder(config.out_dir).log, "a") as other:
             print(f"== {stamp} trained with its other seeds; output in {log_path}", file=other)
     with open(log_path, "a", buffering=1) as log:
         os.dup2(log.fileno(), 1)

@@ -85,15 +85,10 @@ def train_seeds(configs: Sequence[TrainConfig]) -> list[dict[str, Any]]:
 
 def _train(sessions: list[Session], stop: StopFlag) -> list[dict[str, Any]]:
     """Vectorised when the sessions allow it, else one after another (`train`'s loop)."""
-    from cvl_algos.vectorised import VectorisedLearner
+    from cvl_algos.vectorised import VectorisedLearner, unsupported
 
     learners = [s.learner for s in sessions]
-    vectorisable = (
-        len({learner.step for learner in learners}) == 1
-        and learners[0].gradient_stages() is not None
-        and not getattr(learners[0].config, "compile", False)
-    )
-    if not vectorisable:
+    if unsupported(learners) is not None:
         return [run_session(session, stop, None) for session in sessions]
     return _vectorised_loop(sessions, VectorisedLearner(learners), stop)
 
@@ -124,7 +119,8 @@ def _vectorised_loop(sessions: list[Session], vector: Any, stop: StopFlag) -> li
                 logs[k].add(PhaseUpdate("train", metrics[k], False))
                 if evaluate:
                     evaluation = session.evaluate()
-                    finals[k] = evaluation if step == steps else None
+                    if step == steps:
+                        finals[k] = evaluation
                 if checkpoint:
                     session.save_checkpoint()
             if stop.requested and step < steps:
@@ -134,5 +130,6 @@ def _vectorised_loop(sessions: list[Session], vector: Any, stop: StopFlag) -> li
                 )
     finally:
         bar.close()
-    vector.sync()
+    # the learners hold the final state: synced for the evaluation due at the last step, or
+    # restored from their checkpoints when there was no step left
     return [finish(session, final) for session, final in zip(sessions, finals, strict=True)]
