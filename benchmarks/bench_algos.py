@@ -32,6 +32,7 @@ import time
 import torch
 
 from cvl_algos import make_learner
+from cvl_algos.runtime import process_settings
 from cvl_data import ContrastiveBatch, TransitionBatch
 
 # name shown -> (registry name, config overrides)
@@ -135,8 +136,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.cvl_set = dict(_int_setting(item) for item in args.cvl_set)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    with process_settings(args.threads):  # threads, and malloc as training sets it
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     devices = args.devices or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
     algos = ["bc", *[a for a in args.algos if a != "bc"]]  # BC first: it is the baseline
     print(

@@ -36,6 +36,9 @@ from pathlib import Path
 
 import torch
 
+from cvl_algos.malloc import retain_freed_memory
+from cvl_algos.runtime import process_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.flop_bound import gemm_flops_per_s, synchronize, update_flops  # noqa: E402
 
@@ -120,7 +123,12 @@ def main() -> None:
         "--compile", action="store_true", help="torch.compile the vectorised update (not timed)"
     )
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    with process_settings(args.threads):  # threads, and malloc as training sets it
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     from cvl_data import open_dataset
 
     dataset = open_dataset(args.dataset)
@@ -133,6 +141,7 @@ def main() -> None:
         f"torch {torch.__version__}, {args.device}, {args.threads} thread(s), {args.algo}, hidden "
         f"{tuple(args.hidden)}, batch {args.batch}, {args.rounds} rounds x {args.seconds} s, "
         f"vectorised update {'compiled' if args.compile else 'eager'}"
+        f", malloc retains freed memory: {retain_freed_memory()}"
     )
     gflop, bound = flop_bound(args.algo, dataset, overrides, args.device)
     print(f"one update {gflop:.3f} GFLOP; FLOP bound {bound:.1f} steps/s per seed")

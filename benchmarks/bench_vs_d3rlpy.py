@@ -62,6 +62,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from cvl_algos.malloc import retain_freed_memory
+from cvl_algos.runtime import process_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.flop_bound import gemm_flops_per_s, update_flops  # noqa: E402
 
@@ -265,7 +268,12 @@ def main() -> None:
         "--d3rlpy", nargs="*", default=["d3rlpy_bc", "d3rlpy_bc_stoch", "d3rlpy_cql"]
     )
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    with process_settings(args.threads):  # threads, and malloc as training sets it
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     from cvl_data import open_dataset
 
     dataset = open_dataset(args.dataset)
@@ -274,6 +282,7 @@ def main() -> None:
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), dataset "
         f"{args.dataset} ({dataset.num_steps} transitions), hidden {HIDDEN}, batch {BATCH}, "
         f"{args.rounds} rounds x {args.seconds:g} s after {args.warmup} warm-up steps"
+        f", malloc retains freed memory: {retain_freed_memory()}"
     )
     flops = {c.name: update_flops(c.flop_step) for c in contenders}
     # the networks' shapes: batch 512 and CQL's 30 x 512 rows, 256-wide layers

@@ -33,6 +33,8 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from cvl_algos.runtime import process_settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.bench_algos import make_batch  # noqa: E402
 from cvl_algos import make_learner  # noqa: E402
@@ -136,7 +138,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--top", type=int, default=12, help="ops listed per learner")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    with process_settings(args.threads):  # threads, and malloc as training sets it
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), hidden 256x256, "
         f"batch 512, {args.steps} profiled updates after {args.warmup} warm-up\n"

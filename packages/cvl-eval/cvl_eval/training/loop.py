@@ -35,9 +35,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import torch
-
 from cvl_algos.pretraining import PhaseUpdate, run_phases
+from cvl_algos.runtime import process_settings
 from cvl_data.jsonio import to_json_data, write_json_atomic
 from cvl_eval.errors import TrainingStopped
 from cvl_eval.runs.folder import RunFolder
@@ -54,7 +53,6 @@ __all__ = [
     "open_session",
     "progress_bar",
     "run_session",
-    "torch_threads",
     "train",
 ]
 
@@ -78,7 +76,7 @@ def train(
     run = RunFolder(config.out_dir)
     if config.resume and run.finished:
         return run.read_results()
-    with torch_threads(config.num_threads), StopFlag() as stop:
+    with process_settings(config.num_threads), StopFlag() as stop:
         with open_session(config, plan, run) as session:
             if session is None:  # another process finished it meanwhile
                 return run.read_results()
@@ -109,20 +107,6 @@ def open_session(config: TrainConfig, plan: Any, run: RunFolder) -> Iterator[Ses
             yield session
         finally:
             session.logger.close()
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """torch's CPU thread count set to ``n`` for the block (None: unchanged)."""
-    if not n:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def run_session(session: Session, stop: StopFlag, callback: Callable | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cvl_algos.pretraining import PhaseUpdate
+from cvl_algos.runtime import process_settings
 from cvl_eval.errors import ConfigError, TrainingStopped
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.training.config import TrainConfig
@@ -28,7 +29,6 @@ from cvl_eval.training.loop import (
     open_session,
     progress_bar,
     run_session,
-    torch_threads,
 )
 from cvl_eval.training.plan import validate
 from cvl_eval.training.session import Session, StopFlag
@@ -69,7 +69,7 @@ def train_seeds(configs: Sequence[TrainConfig]) -> list[dict[str, Any]]:
         k: run.read_results() for k, run in enumerate(runs) if configs[k].resume and run.finished
     }
     todo = [k for k in range(len(configs)) if k not in results]
-    with torch_threads(configs[0].num_threads), StopFlag() as stop:
+    with process_settings(configs[0].num_threads), StopFlag() as stop:
         with contextlib.ExitStack() as stack:
             sessions = {}
             for k in todo:

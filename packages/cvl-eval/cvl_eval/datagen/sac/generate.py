@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
+from cvl_algos.runtime import process_settings
 from cvl_data import DatasetError, DatasetWriter, ReplayBuffer, open_committed
 from cvl_data.jsonio import package_versions
 from cvl_eval.datagen.recording import dataset_spec, open_generation, write_episode
@@ -121,13 +121,8 @@ def generate_sac(
     Returns:
         A `SACGenerationReport`. Calling again on a finished generation only reports it.
     """
-    threads = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)
-    try:
+    with process_settings(config.num_threads):
         return _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_episode)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _generate(path, config, pixel_path, checkpoint_dir, progress, durable, on_episode):
