@@ -5,11 +5,13 @@ activations, CVL's batch x batch logits and their gradients). By default glibc's
 serves blocks above a moving threshold with fresh ``mmap``s and returns free memory at the top
 of its heap to the OS, so the next update's first write to those pages faults them in again
 (the kernel zeroes each 4 KiB page). Measured on the 2-core CPU machine (1 thread, 256 x 256,
-batch 512, drawer-open data, `benchmarks/` A/B in separate processes): CVL had ~30k minor page
-faults and ~55 ms of system time per update, about a quarter of its time; with
-`retain_freed_memory` fewer than one fault per update and 5.0 -> 7.1 steps/s. Numerics are
-untouched (where memory comes from does not change any value), and the peak resident memory
-of those runs moved by < 2% (525 -> 531 MB for CVL).
+batch 512, drawer-open data): a bare CVL update loop had ~30k minor page faults and ~55 ms of
+system time per update, and with `retain_freed_memory` fewer than one fault and 1.3-1.5x the
+steps/s (A/B in separate processes); a real ``cvl-train`` CVL run went from 5.8-6.3 to 6.7
+steps/s (+12%). How much a process gains depends on what it allocated before (glibc raises its
+mmap threshold as large blocks are freed); BC and CQL moved within noise. Values are untouched
+(where memory comes from changes no number), and the peak resident memory of those runs moved
+by ~1% (525 -> 531 MB for CVL).
 
 The two settings (``mallopt``): ``M_MMAP_THRESHOLD`` = 32 MiB (glibc's maximum; larger blocks
 still get their own ``mmap``) and ``M_TRIM_THRESHOLD`` = 1 GiB (freed memory up to that stays
