@@ -68,7 +68,9 @@ class SACConfig:
     log_std_max: float = 2.0
     """Upper clamp of the policy's log standard deviation."""
     compile: bool = False
-    """Wrap the loss computations in ``torch.compile``."""
+    """Wrap the loss computations in ``torch.compile`` (inductor compiles their backward too; the
+    optimiser step stays eager). Measured for CQL on one CPU thread at the paper's sizes: 0.4x
+    the eager rate (docs/perf/profile_after.md), so leave it off on CPU."""
 
 
 def critic_loss(
