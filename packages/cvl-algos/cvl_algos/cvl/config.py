@@ -103,8 +103,8 @@ class CVLConfig:
     # Execution.
     compile: bool = False
     """Wrap the losses in ``torch.compile`` (inductor compiles their backward too; the optimiser
-    step stays eager). Measured on one CPU thread at the paper's sizes: 1.1-1.2x the eager rate
-    after about a minute of compilation (docs/perf/profile_after.md)."""
+    step stays eager). Measured on one CPU thread at the paper's sizes: 1.1-1.2x the eager rate,
+    after a one-off compilation of tens of seconds (docs/perf/profile_after.md)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.discount < 1.0:
