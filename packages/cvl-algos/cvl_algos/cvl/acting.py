@@ -16,7 +16,13 @@ from torch import Tensor, nn
 from cvl_algos.cvl.losses import QFn
 from cvl_models.policy import sample_tanh_gaussian
 
-__all__ = ["FutureBank", "best_by_q", "candidate_actions", "select_action_by_q"]
+__all__ = [
+    "FutureBank",
+    "best_by_q",
+    "candidate_actions",
+    "select_action_by_q",
+    "select_flow_action_by_q",
+]
 
 
 def candidate_actions(policy: nn.Module, obs_t: Tensor, num_samples: int) -> Tensor:
@@ -40,6 +46,19 @@ def best_by_q(candidates: Tensor, q: Tensor) -> Tensor:
 def select_action_by_q(policy: nn.Module, q_fn: QFn, obs_t: Tensor, num_samples: int) -> Tensor:
     """Acting by argmax over the policy's mode and ``num_samples`` samples of ``q_fn``: (B, A)."""
     candidates = candidate_actions(policy, obs_t, num_samples)
+    return best_by_q(candidates, q_fn(obs_t, candidates))
+
+
+@torch.no_grad()
+def select_flow_action_by_q(
+    policy: nn.Module, q_fn: QFn | None, obs_t: Tensor, num_samples: int, steps: int
+) -> Tensor:
+    """Acting by argmax over ``num_samples`` samples of a `cvl_models.flow.FlowPolicy`'s
+    behaviour flow (SfBC's selection; ``policy_extraction="flow_select"``): (B, A). Without a
+    ``q_fn`` (no labelled data seen yet), the first sample."""
+    candidates = policy.behaviour_samples(obs_t, num_samples, steps)
+    if q_fn is None:
+        return candidates[0]
     return best_by_q(candidates, q_fn(obs_t, candidates))
 
 

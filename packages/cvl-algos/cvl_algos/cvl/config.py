@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
+"""The values of `CVLConfig.policy_extraction`."""
+FLOW_EXTRACTIONS = ("flow", "flow_select")
+"""The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
+
 
 @dataclass(frozen=True)
 class CVLConfig:
@@ -74,13 +79,27 @@ class CVLConfig:
     normalize_q: bool = False
     """Divide Q by its detached per-batch mean |Q| in the policy loss (TD3+BC style; an
     ablation switch, not in the paper)."""
-    policy_extraction: Literal["kl", "awr", "crr"] = "kl"
+    policy_extraction: Literal["kl", "awr", "crr", "ddpgbc", "flow", "flow_select"] = "kl"
     """"kl": the paper's eq. 13-15 (reparameterised samples maximise Q, plus lambda_bc BC);
     "awr": advantage-weighted regression on dataset actions (`awr_policy_loss`; not in the
     paper), weights exp(awr_beta * z) with z the batch-standardised advantage; "crr": behaviour
     cloning of the dataset actions whose Q beats the current policy's mean Q at the same state
-    (CRR's binary weights, `crr_binary_policy_loss`; not in the paper). alpha, lambda_bc,
-    tau_bc and normalize_q only act with "kl"."""
+    (CRR's binary weights, `crr_binary_policy_loss`; not in the paper); "ddpgbc": the
+    tanh-Gaussian's mode maximises Q / mean|Q| with ``bc_alpha`` times the data's likelihood
+    (OGBench's contrastive RL agent; `cvl_algos.cvl.extraction.ddpg_bc_policy_loss`); "flow":
+    Flow Q-Learning's one-step policy distilled from a flow-matching behaviour model with weight
+    ``bc_alpha`` while maximising Q / mean|Q| (`fql_policy_loss`; acting ``mu(s, 0)``
+    deterministically); "flow_select": the flow-matching behaviour model alone, acting with the
+    best of ``flow_select_samples`` of its samples by Q (SfBC). alpha, lambda_bc, tau_bc and
+    normalize_q only act with "kl"; the flow extractions' policy is a `cvl_models.flow.FlowPolicy`
+    and takes no ``act_candidates``."""
+    bc_alpha: float = 1.0
+    """"ddpgbc" and "flow": weight of the behaviour term against the normalised Q term
+    (OGBench's and FQL's alpha; not in the paper)."""
+    flow_steps: int = 10
+    """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
+    flow_select_samples: int = 32
+    """"flow_select": behaviour-flow samples scored by Q at each acting step."""
     awr_beta: float = 1.0
     """Inverse temperature of the AWR weights on standardised advantages (not in the paper)."""
     awr_max_weight: float = 100.0
@@ -123,12 +142,19 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        if self.policy_extraction not in ("kl", "awr", "crr"):
+        if self.policy_extraction not in EXTRACTIONS:
             raise ValueError(
-                f"policy_extraction must be 'kl', 'awr' or 'crr', got {self.policy_extraction!r}"
+                f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"
             )
         if self.act_candidates < 0:
             raise ValueError(f"act_candidates must be >= 0, got {self.act_candidates}")
+        if self.act_candidates and self.policy_extraction in FLOW_EXTRACTIONS:
+            raise ValueError(
+                f"act_candidates takes a tanh-Gaussian policy; policy_extraction="
+                f"{self.policy_extraction!r} has none (flow_select selects by Q itself)"
+            )
+        if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
+            raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
 

@@ -21,14 +21,50 @@ import torch
 from torch import Tensor, nn
 
 from cvl_algos.common import make_adam
-from cvl_algos.cvl.acting import FutureBank, select_action_by_q
-from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
+from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
+from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
+from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
 from cvl_algos.cvl.losses import (
     awr_policy_loss,
     contrastive_critic_loss,
     crr_binary_policy_loss,
     policy_loss,
 )
+
+EXTRACTION_LOSSES = {
+    "kl": policy_loss,
+    "awr": awr_policy_loss,
+    "crr": crr_binary_policy_loss,
+    "ddpgbc": ddpg_bc_policy_loss,
+    "flow": fql_policy_loss,
+    "flow_select": flow_matching_loss,
+}
+"""The loss of each `CVLConfig.policy_extraction`."""
+
+
+def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
+    """The config's settings that the extraction's loss takes."""
+    if cfg.policy_extraction == "awr":
+        return {
+            "num_action_samples": cfg.num_action_samples,
+            "beta": cfg.awr_beta,
+            "max_weight": cfg.awr_max_weight,
+        }
+    if cfg.policy_extraction == "crr":
+        return {"num_action_samples": cfg.num_action_samples}
+    if cfg.policy_extraction == "ddpgbc":
+        return {"alpha": cfg.bc_alpha}
+    if cfg.policy_extraction == "flow":
+        return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
+    return {
+        "num_action_samples": cfg.num_action_samples,
+        "alpha": cfg.alpha,
+        "lambda_bc": cfg.lambda_bc,
+        "tau_bc": cfg.tau_bc,
+        "normalize_q": cfg.normalize_q,
+    }
+
+
 from cvl_algos.cvl.q import (
     direct_q_fn,
     q_direct_from_latents,
@@ -40,6 +76,7 @@ from cvl_algos.cvl.q import (
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
+from cvl_models.flow import FlowPolicy
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
 
@@ -100,13 +137,7 @@ class CVLLearner(PretrainingLearner):
                 temperature=cfg.temperature,
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
-            self.policy = TanhGaussianPolicy(
-                self.obs_shape,
-                self.action_dim,
-                hidden=cfg.hidden,
-                log_std_min=cfg.log_std_min,
-                log_std_max=cfg.log_std_max,
-            ).to(self.device)
+            self.policy = self._make_policy()
         self.rff = RandomFourierFeatures(
             cfg.latent_dim,
             cfg.num_rff_features,
@@ -115,14 +146,26 @@ class CVLLearner(PretrainingLearner):
         ).to(self.device)
         self.xi_state = XiState(cfg.num_rff_features, cfg.self_normalized).to(self.device)
         self.future_bank: FutureBank | None = None
-        if cfg.act_candidates > 0 and cfg.q_estimator == "mc":
+        selects_by_q = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
+        if selects_by_q and cfg.q_estimator == "mc":
             self.future_bank = FutureBank(cfg.batch_size, cfg.latent_dim).to(self.device)
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
-        self._policy_loss = self.maybe_compile(policy_loss)
-        self._awr_loss = self.maybe_compile(awr_policy_loss)
-        self._crr_loss = self.maybe_compile(crr_binary_policy_loss)
+        self._extraction_loss = self.maybe_compile(EXTRACTION_LOSSES[cfg.policy_extraction])
+
+    def _make_policy(self) -> nn.Module:
+        """The tanh-Gaussian of eq. 13-15, or a `FlowPolicy` for the flow extractions."""
+        cfg: CVLConfig = self.config
+        if cfg.policy_extraction in FLOW_EXTRACTIONS:
+            return FlowPolicy(self.obs_shape, self.action_dim, hidden=cfg.hidden).to(self.device)
+        return TanhGaussianPolicy(
+            self.obs_shape,
+            self.action_dim,
+            hidden=cfg.hidden,
+            log_std_min=cfg.log_std_min,
+            log_std_max=cfg.log_std_max,
+        ).to(self.device)
 
     # -- checkpoint contents ----------------------------------------------------------------------
 
@@ -210,53 +253,43 @@ class CVLLearner(PretrainingLearner):
         )
 
     def _policy_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
-        """The configured policy extraction's loss (eq. 13-15, AWR or CRR)."""
+        """The configured policy extraction's loss (`EXTRACTION_LOSSES`)."""
         cfg: CVLConfig = self.config
+        if cfg.policy_extraction == "flow_select":
+            return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
         q_fn = self._q_fn(carry["psi_future"], batch.reward_future)
-        if cfg.policy_extraction == "awr":
-            return self._awr_loss(
-                self.policy,
-                q_fn,
-                batch,
-                num_action_samples=cfg.num_action_samples,
-                beta=cfg.awr_beta,
-                max_weight=cfg.awr_max_weight,
-            )
-        if cfg.policy_extraction == "crr":
-            return self._crr_loss(
-                self.policy, q_fn, batch, num_action_samples=cfg.num_action_samples
-            )
-        return self._policy_loss(
-            self.policy,
-            q_fn,
-            batch,
-            num_action_samples=cfg.num_action_samples,
-            alpha=cfg.alpha,
-            lambda_bc=cfg.lambda_bc,
-            tau_bc=cfg.tau_bc,
-            normalize_q=cfg.normalize_q,
-        )
+        return self._extraction_loss(self.policy, q_fn, batch, **_extraction_kwargs(cfg))
 
     def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
-        """The policy's mode, or with ``act_candidates`` the best of the mode and that many
-        policy samples by Q (`cvl_algos.cvl.acting`; the same candidates for the same
-        observation on every call); the mode while the direct estimator has no future states
-        yet (before the first labelled update)."""
-        candidates = self.config.act_candidates
-        if not deterministic or candidates == 0:
+        """The policy's mode (``mu(s, 0)`` for "flow"); with ``act_candidates`` the best of the
+        mode and that many policy samples by Q, and for "flow_select" the best of
+        ``flow_select_samples`` behaviour-flow samples by Q (`cvl_algos.cvl.acting`; the same
+        candidates for the same observation on every call). Before the first labelled update
+        the direct estimator has no future states: then the mode (flow_select: the first
+        sample)."""
+        cfg: CVLConfig = self.config
+        selecting = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
+        if not deterministic or not selecting:
             return super().policy_action(obs_t, deterministic)
-        psi_future = reward_future = None
-        if self.future_bank is not None:
+        q_fn = None
+        if self.future_bank is None:
+            q_fn = self._q_fn(None, None)
+        else:
             psi_future, reward_future = self.future_bank.valid()
-            if psi_future.shape[0] == 0:
-                return super().policy_action(obs_t, deterministic)
-        q_fn = self._q_fn(psi_future, reward_future)
+            if psi_future.shape[0] > 0:
+                q_fn = self._q_fn(psi_future, reward_future)
         # Deterministic acting stays deterministic: the candidates are drawn from a generator
         # seeded afresh on each call, and the learner's own (training) RNG is left untouched.
         cuda = [self.device.index or 0] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(self.seed)
-            return select_action_by_q(self.policy, q_fn, obs_t, candidates)
+            if cfg.policy_extraction == "flow_select":
+                return select_flow_action_by_q(
+                    self.policy, q_fn, obs_t, cfg.flow_select_samples, cfg.flow_steps
+                )
+            if q_fn is None:
+                return super().policy_action(obs_t, deterministic)
+            return select_action_by_q(self.policy, q_fn, obs_t, cfg.act_candidates)
 
     # -- pretraining and Q ----------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""Policy extraction beyond the paper's KL form: DDPG+BC and flow policies (pure losses).
+
+CVL's critic is the Q of the data's behaviour policy; the policy step turns it into a policy.
+The paper's extraction (eq. 13-15, `cvl_algos.cvl.losses.policy_loss`) fits a unimodal
+tanh-Gaussian, which on mixed-quality data averages the sources under its BC term. These losses
+are the alternatives `CVLConfig.policy_extraction` offers:
+
+- ``"ddpgbc"``: `ddpg_bc_policy_loss`, as OGBench's contrastive RL agent (Park et al. 2024,
+  ``impls/agents/crl.py``, ``actor_loss="ddpgbc"``): maximise Q at the policy's mode action,
+  normalised by its detached batch mean ``|Q|``, plus ``alpha`` times the data's negative
+  log-likelihood.
+- ``"flow"``: `fql_policy_loss`, Flow Q-Learning's one-step policy (Park, Li, Levine 2025,
+  eq. 5-7): a flow-matching behaviour model of all the data, and a one-step policy distilled
+  from it with weight ``alpha`` while maximising the normalised Q.
+- ``"flow_select"``: `flow_matching_loss` alone; acting draws samples of the behaviour flow and
+  takes the one of highest Q (SfBC, Chen et al. 2023; IFQL's selection).
+
+Each returns ``(loss, metrics)``; ``q_fn`` must leave the critic's parameters without gradients
+(`cvl_algos.cvl.q.direct_q_fn` / ``rff_q_fn``). Random draws go through `cvl_models.noise`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from einops import rearrange, reduce
+from torch import Tensor, nn
+
+from cvl_algos.cvl.losses import QFn
+from cvl_models.flow import euler_integrate
+from cvl_models.noise import standard_normal, uniform
+from cvl_models.policy import action_log_prob
+
+__all__ = [
+    "ddpg_bc_policy_loss",
+    "flow_matching_loss",
+    "fql_policy_loss",
+    "normalized_q_objective",
+]
+
+
+def normalized_q_objective(q: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor]:
+    """``-mean(Q) / stopgrad(mean |Q|)`` (TD3+BC's lambda; OGBench's ``q_loss``) and the scale.
+
+    Q_NCE is Q only up to a positive factor (lemma 2); dividing by the detached batch mean of
+    ``|Q|`` makes the BC weight mean the same on every task and critic.
+    """
+    scale = q.detach().abs().mean().clamp_min(eps)
+    return -q.mean() / scale, scale
+
+
+def ddpg_bc_policy_loss(
+    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0
+) -> tuple[Tensor, dict]:
+    """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
+    - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
+
+    The Q term moves the mode action; the likelihood term keeps the mode inside the data and
+    alone trains the standard deviation. Only the policy gets gradients.
+    """
+    obs_t, action_t = batch.obs_t, batch.action_t
+    assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
+        obs_t.shape,
+        action_t.shape,
+    )
+    mean, log_std = policy(obs_t)
+    mode = rearrange(torch.tanh(mean), "b a -> 1 b a")
+    q = q_fn(obs_t, mode)[0]
+    assert q.shape == obs_t.shape[:1], q.shape
+    q_term, scale = normalized_q_objective(q)
+    log_prob_data = action_log_prob(mean, log_std, action_t)
+    bc = -log_prob_data.mean()
+    loss = q_term + alpha * bc
+    metrics = {
+        "policy_loss": loss.detach(),
+        "policy_q_term": q_term.detach(),
+        "policy_bc": bc.detach(),
+        "policy_log_prob_data": log_prob_data.detach().mean(),
+        "policy_data_mse": (mode[0] - action_t).detach().square().mean(),
+        "q_mean": q.detach().mean(),
+        "q_abs_mean": scale,
+    }
+    return loss, metrics
+
+
+def flow_matching_loss(velocity: nn.Module, obs_t: Tensor, action_t: Tensor) -> tuple[Tensor, dict]:
+    """Conditional flow matching with the linear path (FQL eq. 5; Lipman et al. 2023):
+    ``x_0 ~ N(0, I)``, ``t ~ U(0, 1)``, ``x_t = (1 - t) x_0 + t a``,
+    ``L = mean || v(s, x_t, t) - (a - x_0) ||^2`` (mean over batch and action dims)."""
+    assert action_t.ndim == 2 and obs_t.shape[0] == action_t.shape[0], (
+        obs_t.shape,
+        action_t.shape,
+    )
+    x_0 = standard_normal(action_t.shape, dtype=action_t.dtype, device=action_t.device)
+    t = uniform((action_t.shape[0], 1), dtype=action_t.dtype, device=action_t.device)
+    x_t = (1.0 - t) * x_0 + t * action_t
+    predicted = velocity(obs_t, x_t, t)
+    loss = reduce((predicted - (action_t - x_0)).square(), "b a -> ", "mean")
+    return loss, {"flow_bc_loss": loss.detach()}
+
+
+def fql_policy_loss(
+    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0, flow_steps: int = 10
+) -> tuple[Tensor, dict]:
+    """Flow Q-Learning's actor loss (Park, Li, Levine 2025, eq. 7, with Q normalised):
+    ``L = L_flow(v) + alpha * mean ||mu(s, z) - flow(s, z)||^2 - Q(s, mu(s, z)) / stopgrad(mean|Q|)``.
+
+    ``policy`` is a `cvl_models.flow.FlowPolicy` (``velocity`` v, ``onestep`` mu); ``flow(s, z)``
+    is the Euler-integrated behaviour flow for the noise ``z ~ N(0, I)``, computed without
+    gradients (the distillation target moves only the one-step policy), and ``L_flow`` is
+    `flow_matching_loss`, which moves only the velocity field.
+    """
+    obs_t, action_t = batch.obs_t, batch.action_t
+    flow_loss, metrics = flow_matching_loss(policy.velocity, obs_t, action_t)
+    noise = standard_normal(action_t.shape, dtype=action_t.dtype, device=action_t.device)
+    with torch.no_grad():
+        target = euler_integrate(policy.velocity, obs_t, noise, flow_steps)
+    actions = policy.onestep(obs_t, noise)
+    distill = reduce((actions - target).square(), "b a -> ", "mean")
+    q = q_fn(obs_t, rearrange(actions.clamp(-1.0, 1.0), "b a -> 1 b a"))[0]
+    q_term, scale = normalized_q_objective(q)
+    loss = flow_loss + alpha * distill + q_term
+    metrics.update(
+        {
+            "policy_loss": loss.detach(),
+            "policy_distill": distill.detach(),
+            "policy_q_term": q_term.detach(),
+            "policy_data_mse": (actions - action_t).detach().square().mean(),
+            "q_mean": q.detach().mean(),
+            "q_abs_mean": scale,
+        }
+    )
+    return loss, metrics

@@ -1,0 +1,258 @@
+"""CVL's policy extractions beyond the paper's KL form: DDPG+BC, FQL's flow policy and selection
+among behaviour-flow samples (`cvl_algos.cvl.extraction`): naive references, scale invariance,
+gradient isolation, the learner's checkpoints, resumption and vectorised seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import (  # pants: no-infer-dep
+    ACTION_DIM,
+    OBS_DIM,
+    assert_batch_equal,
+    assert_learners_equal,
+    clone_batch,
+    make_contrastive_batch,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cvl_losses import make_batch, make_nets, q_fns  # pants: no-infer-dep
+
+from cvl_algos import load_learner, make_learner
+from cvl_algos.cvl.acting import select_flow_action_by_q
+from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
+from cvl_algos.vectorised import VectorisedLearner
+from cvl_data import ContrastiveBatch
+from cvl_models.flow import FlowPolicy, euler_integrate
+
+SETTINGS = settings(max_examples=15, deadline=None)
+TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
+VARIANTS = [
+    ("cvl", {"policy_extraction": "ddpgbc"}),
+    ("cvl_mc", {"policy_extraction": "ddpgbc", "self_normalized": True}),
+    ("cvl", {"policy_extraction": "flow", "flow_steps": 3}),
+    ("cvl_mc", {"policy_extraction": "flow", "flow_steps": 3}),
+    ("cvl", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
+    ("cvl_mc", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
+]
+
+
+def linear_q(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """A hand-made Q: (N, B, A) -> (N, B), positive, depending on state and action."""
+    return 3.0 + actions @ torch.tensor([0.7, -1.3]) + obs[:, 0].abs()
+
+
+def flow_policy(seed: int = 0) -> FlowPolicy:
+    torch.manual_seed(seed)
+    return FlowPolicy((5,), 2, hidden=(16, 16))
+
+
+# --------------------------------------------------------------------------------- DDPG+BC
+
+
+def test_ddpg_bc_matches_naive_reference() -> None:
+    """Loop over the batch: -mean_b Q(s_b, tanh(mu_b)) / mean_b |Q| - alpha mean_b log pi(a_b|s_b)."""
+    _, policy, _ = make_nets()
+    batch = make_batch(6)
+    alpha = 0.3
+    loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, alpha=alpha)
+    qs, log_probs = [], []
+    for b in range(6):
+        obs = batch.obs_t[b : b + 1]
+        mode = policy.deterministic(obs)
+        qs.append(linear_q(obs, mode[None])[0, 0])
+        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
+    q = torch.stack(qs)
+    expected = -q.mean() / q.abs().mean() - alpha * torch.stack(log_probs).mean()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(metrics["q_abs_mean"], q.abs().mean())
+
+
+@SETTINGS
+@given(scale=st.floats(1e-3, 1e3), seed=st.integers(0, 2**16))
+def test_ddpg_bc_is_invariant_to_q_scale(scale: float, seed: int) -> None:
+    """InfoNCE leaves a positive factor of Q free (lemma 2): the loss and its gradients ignore it."""
+    _, policy, _ = make_nets(seed % 7)
+    batch = make_batch(5, seed=seed)
+    grads = []
+    for factor in (1.0, scale):
+        policy.zero_grad()
+        loss, _ = ddpg_bc_policy_loss(
+            policy, lambda o, a, f=factor: f * linear_q(o, a), batch, alpha=0.5
+        )
+        loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("estimator", ["rff", "mc"])
+def test_ddpg_bc_gradient_isolation_and_no_mutation(estimator: str) -> None:
+    critic, policy, rff = make_nets()
+    batch = make_batch(6)
+    before = clone_batch(batch)
+    loss, _ = ddpg_bc_policy_loss(policy, q_fns(critic, rff, batch)[estimator], batch)
+    loss.backward()
+    assert all(p.grad is None for p in critic.parameters())
+    assert all(p.grad is not None for p in policy.parameters())
+    assert np.isfinite(loss.item())
+    assert_batch_equal(batch, before)
+
+
+# ------------------------------------------------------------------------------- flows (FQL)
+
+
+def test_flow_matching_loss_matches_naive_reference() -> None:
+    policy = flow_policy()
+    batch = make_batch(6)
+    torch.manual_seed(4)
+    loss, _ = flow_matching_loss(policy.velocity, batch.obs_t, batch.action_t)
+    torch.manual_seed(4)
+    x_0 = torch.randn(6, 2)
+    t = torch.rand(6, 1)
+    total = 0.0
+    for b in range(6):
+        a = batch.action_t[b]
+        x_t = (1 - t[b]) * x_0[b] + t[b] * a
+        v = policy.velocity(batch.obs_t[b : b + 1], x_t[None], t[b][None])[0]
+        total = total + ((v - (a - x_0[b])) ** 2).sum()
+    torch.testing.assert_close(loss, total / (6 * 2))
+
+
+def test_fql_loss_matches_its_parts_and_isolates_gradients() -> None:
+    """L = L_flow + alpha * distill - Q / mean|Q|: the velocity field gets exactly L_flow's
+    gradient, the one-step policy exactly the other two terms', the critic none."""
+    critic, _, rff = make_nets()
+    policy = flow_policy()
+    batch = make_batch(6)
+    before = clone_batch(batch)
+    q_fn = q_fns(critic, rff, batch)["mc"]
+    alpha, steps = 0.7, 4
+    torch.manual_seed(9)
+    loss, metrics = fql_policy_loss(policy, q_fn, batch, alpha=alpha, flow_steps=steps)
+    loss.backward()
+    fql_grads = {n: p.grad.clone() for n, p in policy.named_parameters()}
+    assert all(p.grad is None for p in critic.parameters())
+    assert_batch_equal(batch, before)
+
+    policy.zero_grad()
+    torch.manual_seed(9)
+    flow_loss, _ = flow_matching_loss(policy.velocity, batch.obs_t, batch.action_t)
+    noise = torch.randn(6, 2)
+    target = euler_integrate(policy.velocity, batch.obs_t, noise, steps).detach()
+    actions = policy.onestep(batch.obs_t, noise)
+    distill = ((actions - target) ** 2).mean()
+    q = q_fn(batch.obs_t, actions.clamp(-1, 1)[None])[0]
+    reference = flow_loss + alpha * distill - q.mean() / q.detach().abs().mean()
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(metrics["policy_distill"], distill.detach())
+    flow_loss.backward()
+    for name, p in policy.velocity.named_parameters():
+        torch.testing.assert_close(fql_grads[f"velocity.{name}"], p.grad)
+    policy.zero_grad()
+    (alpha * distill - q.mean() / q.detach().abs().mean()).backward()
+    for name, p in policy.onestep.named_parameters():
+        torch.testing.assert_close(fql_grads[f"onestep.{name}"], p.grad)
+
+
+def bimodal_batch(seed: int, size: int = 64) -> ContrastiveBatch:
+    """Every state's data action is (+0.7, 0) or (-0.7, 0) by a coin flip: two modes whose
+    mean, (0, 0), is an action the data never takes."""
+    batch = make_contrastive_batch(seed, size)
+    gen = torch.Generator().manual_seed(seed)
+    sign = torch.randint(0, 2, (size,), generator=gen).float() * 2 - 1
+    action = torch.zeros(size, ACTION_DIM)
+    action[:, 0] = 0.7 * sign
+    return ContrastiveBatch(**{**batch.__dict__, "action_t": action})
+
+
+def test_behaviour_flow_holds_both_modes_and_selection_picks_by_q() -> None:
+    learner = make_learner(
+        "cvl_mc", (OBS_DIM,), ACTION_DIM, lr=3e-3, policy_extraction="flow_select", **TINY
+    )
+    for i in range(400):
+        learner.update(bimodal_batch(i))
+    obs = make_contrastive_batch(10_000, 32).obs_t
+    with torch.no_grad():
+        samples = learner.policy.behaviour_samples(obs, 16, steps=10)[..., 0]
+    near_plus = ((samples - 0.7).abs() < 0.25).float().mean().item()
+    near_minus = ((samples + 0.7).abs() < 0.25).float().mean().item()
+    assert near_plus > 0.3 and near_minus > 0.3, (near_plus, near_minus)
+    assert ((samples.abs() < 0.3).float().mean().item()) < 0.1  # not the mean between them
+
+    def prefers_minus(obs_t: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return -actions[..., 0]
+
+    with torch.no_grad():
+        chosen = select_flow_action_by_q(learner.policy, prefers_minus, obs, 16, 10)
+    assert (chosen[:, 0] < -0.4).all()
+
+
+# --------------------------------------------------------------------------- the learner
+
+
+@pytest.mark.parametrize(("name", "overrides"), VARIANTS)
+def test_save_load_act_and_resume_identical(name: str, overrides: dict, tmp_path) -> None:
+    batches = [make_contrastive_batch(i) for i in range(6)]
+
+    def build():
+        return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **overrides)
+
+    straight = build()
+    metrics = [straight.update(b) for b in batches]
+    assert all(np.isfinite(float(v)) for m in metrics for v in m.values())
+    first = build()
+    for batch in batches[:3]:
+        first.update(batch)
+    first.save(tmp_path / "ckpt")
+    torch.manual_seed(123)
+    loaded = load_learner(tmp_path / "ckpt")  # acting draws from the learner's RNG: a copy acts
+    assert type(loaded.policy) is type(first.policy)
+    obs = np.random.default_rng(0).normal(size=(5, OBS_DIM)).astype(np.float32)
+    np.testing.assert_array_equal(first.act(obs), loaded.act(obs))
+    np.testing.assert_array_equal(
+        first.act(obs, deterministic=False), loaded.act(obs, deterministic=False)
+    )
+    np.testing.assert_array_equal(loaded.act(obs), loaded.act(obs))  # deterministic acting
+    resumed = load_learner(tmp_path / "ckpt")
+    for batch in batches[3:]:
+        resumed.update(batch)
+    assert_learners_equal(straight, resumed)
+    assert np.abs(resumed.act(obs)).max() <= 1.0
+    assert resumed.act(obs).shape == (5, ACTION_DIM)
+
+
+@pytest.mark.parametrize(("name", "overrides"), VARIANTS[::2] + VARIANTS[3:4])
+def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> None:
+    seeds, updates = (0, 1), 40
+    streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
+
+    def build(seed):
+        return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **overrides)
+
+    alone = []
+    for seed, stream in zip(seeds, streams, strict=True):
+        learner = build(seed)
+        for batch in stream:
+            learner.update(batch)
+        alone.append(learner)
+    vector = VectorisedLearner([build(s) for s in seeds])
+    for i in range(updates):
+        vector.update([stream[i] for stream in streams])
+    for k, learner in enumerate(vector.sync()):
+        for key, module in alone[k].state_modules().items():
+            for (pname, a), b in zip(
+                module.state_dict().items(),
+                learner.state_modules()[key].state_dict().values(),
+                strict=True,
+            ):
+                torch.testing.assert_close(a.float(), b.float(), rtol=1e-4, atol=1e-5), pname
+
+
+def test_config_refuses_what_does_not_fit() -> None:
+    with pytest.raises(ValueError, match="act_candidates"):
+        make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", act_candidates=4)
+    with pytest.raises(ValueError, match="bc_alpha"):
+        make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_alpha=-1.0)
+    with pytest.raises(ValueError, match="policy_extraction"):
+        make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="diffusion")
