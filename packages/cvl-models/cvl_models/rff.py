@@ -17,6 +17,20 @@ Eq. 12 then linearises the contrastive Q-value:
 
 The identity holds for unit vectors only: use it on l2-normalised embeddings. For one draw the
 error of ``F(x).F(y)`` has standard deviation ``O(e^(1/tau) / sqrt(D))``.
+
+Positive random features (Choromanski et al. 2021, "Rethinking Attention with Performers",
+FAVOR+, lemma 1) estimate the same kernel with features that are never negative: with
+``x' = x / sqrt(tau)`` and ``w ~ N(0, I)``,
+
+    F+(x) = exp(W x' - |x'|^2 / 2) / sqrt(D)          E[F+(x).F+(y)] = exp(x.y / tau)
+
+for any ``x, y`` (unit norm not needed). A self-normalised estimate built from them has a
+positive denominator; their relative variance per feature is ``e^((2 + 2c) / tau) - 1`` at
+``c = x.y`` for unit vectors (DESIGN.md sec. 2): small for dissimilar pairs, large for similar
+ones, the reverse of the trigonometric features. ``orthogonal=True`` draws the rows of ``W`` in
+blocks of ``d`` mutually orthogonal rows, each scaled to the norm of an independent Gaussian
+vector (orthogonal random features, Yu et al. 2016; Performers' ORF), which keeps every row's
+distribution and lowers the variance of both estimators.
 """
 
 from __future__ import annotations
@@ -29,12 +43,35 @@ from torch import nn
 
 from cvl_models._checks import check_trailing
 
-__all__ = ["RandomFourierFeatures", "rff_scale"]
+__all__ = [
+    "PositiveRandomFeatures",
+    "RandomFourierFeatures",
+    "gaussian_rows",
+    "make_random_features",
+    "rff_scale",
+]
 
 
 def rff_scale(num_features: int, temperature: float) -> float:
     """The constant ``sqrt(2 e^(1/tau) / D)`` in front of the cosines."""
     return math.sqrt(2.0 * math.exp(1.0 / temperature) / num_features)
+
+
+def gaussian_rows(
+    num: int, dim: int, generator: torch.Generator, orthogonal: bool = False
+) -> torch.Tensor:
+    """``(num, dim)`` rows, each distributed as ``N(0, I)``: i.i.d., or (``orthogonal``) in
+    blocks of ``dim`` mutually orthogonal rows (Q of a Gaussian matrix's QR, sign-corrected so
+    that it is Haar-distributed) scaled by the norms of independent Gaussian vectors."""
+    if not orthogonal:
+        return torch.randn(num, dim, generator=generator)
+    blocks = []
+    for _ in range(-(-num // dim)):
+        q, r = torch.linalg.qr(torch.randn(dim, dim, generator=generator))
+        q = q * torch.sign(torch.diagonal(r))  # columns' signs: Haar measure
+        norms = torch.linalg.vector_norm(torch.randn(dim, dim, generator=generator), dim=1)
+        blocks.append(q.T * norms[:, None])
+    return torch.cat(blocks)[:num]
 
 
 class RandomFourierFeatures(nn.Module):
@@ -46,6 +83,7 @@ class RandomFourierFeatures(nn.Module):
         temperature: ``tau``; ``W ~ N(0, I / tau)`` so that ``E[F(x).F(y)] = exp(x.y / tau)``.
         seed: seeds a private ``torch.Generator``: the same seed gives the same ``W, b``
             regardless of the global RNG state and without touching it.
+        orthogonal: rows of ``W`` drawn by `gaussian_rows` in orthogonal blocks.
 
     ``W`` (``(D, d)``) and ``b`` (``(D,)``) are buffers: not trained, moved by ``.to(device)``,
     saved in and restored from ``state_dict``. The module has 0 parameters (``D*(d+1)`` buffer
@@ -56,7 +94,12 @@ class RandomFourierFeatures(nn.Module):
     b: torch.Tensor
 
     def __init__(
-        self, in_dim: int, num_features: int, temperature: float = 1.0, seed: int = 0
+        self,
+        in_dim: int,
+        num_features: int,
+        temperature: float = 1.0,
+        seed: int = 0,
+        orthogonal: bool = False,
     ) -> None:
         super().__init__()
         if in_dim < 1 or num_features < 1:
@@ -69,9 +112,9 @@ class RandomFourierFeatures(nn.Module):
         self.seed = int(seed)
         self.scale = rff_scale(self.num_features, self.temperature)
         gen = torch.Generator(device="cpu").manual_seed(self.seed)
-        weight = torch.randn(self.num_features, self.in_dim, generator=gen) / math.sqrt(
-            self.temperature
-        )
+        self.orthogonal = bool(orthogonal)
+        rows = gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
+        weight = rows / math.sqrt(self.temperature)
         bias = torch.rand(self.num_features, generator=gen) * (2.0 * math.pi)
         self.register_buffer("W", weight)
         self.register_buffer("b", bias)
@@ -85,5 +128,68 @@ class RandomFourierFeatures(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"in_dim={self.in_dim}, num_features={self.num_features}, "
-            f"temperature={self.temperature}, seed={self.seed}"
+            f"temperature={self.temperature}, seed={self.seed}, orthogonal={self.orthogonal}"
         )
+
+
+class PositiveRandomFeatures(nn.Module):
+    """``F+(x) = exp(W x / sqrt(tau) - |x|^2 / (2 tau)) / sqrt(D)``, ``W ~ N(0, I)``: positive
+    features with ``E[F+(x).F+(y)] = exp(x.y / tau)`` (FAVOR+; module docstring).
+
+    Same arguments, seeding and buffer handling as :class:`RandomFourierFeatures`; the only
+    buffer is ``W`` (``(D, d)``).
+    """
+
+    W: torch.Tensor
+
+    def __init__(
+        self,
+        in_dim: int,
+        num_features: int,
+        temperature: float = 1.0,
+        seed: int = 0,
+        orthogonal: bool = False,
+    ) -> None:
+        super().__init__()
+        if in_dim < 1 or num_features < 1:
+            raise ValueError(f"PositiveRandomFeatures: bad sizes {in_dim=} {num_features=}")
+        if not temperature > 0:
+            raise ValueError(f"PositiveRandomFeatures: temperature must be > 0, got {temperature}")
+        self.in_dim = int(in_dim)
+        self.num_features = int(num_features)
+        self.temperature = float(temperature)
+        self.seed = int(seed)
+        self.orthogonal = bool(orthogonal)
+        gen = torch.Generator(device="cpu").manual_seed(self.seed)
+        rows = gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
+        self.register_buffer("W", rows)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features ``(..., D)`` of ``x`` of shape ``(..., in_dim)``."""
+        check_trailing(x, (self.in_dim,), "PositiveRandomFeatures input", min_batch_dims=0)
+        scaled = x / math.sqrt(self.temperature)
+        half_sq_norm = 0.5 * scaled.square().sum(dim=-1, keepdim=True)
+        proj = F.linear(scaled, self.W.to(x.dtype))
+        return torch.exp(proj - half_sq_norm - 0.5 * math.log(self.num_features))
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_dim={self.in_dim}, num_features={self.num_features}, "
+            f"temperature={self.temperature}, seed={self.seed}, orthogonal={self.orthogonal}"
+        )
+
+
+def make_random_features(
+    kind: str,
+    in_dim: int,
+    num_features: int,
+    temperature: float = 1.0,
+    seed: int = 0,
+    orthogonal: bool = False,
+) -> nn.Module:
+    """``"trig"``: :class:`RandomFourierFeatures` (the paper's lemma 1); ``"positive"``:
+    :class:`PositiveRandomFeatures` (FAVOR+)."""
+    classes = {"trig": RandomFourierFeatures, "positive": PositiveRandomFeatures}
+    if kind not in classes:
+        raise ValueError(f"random features kind must be one of {sorted(classes)}, got {kind!r}")
+    return classes[kind](in_dim, num_features, temperature, seed, orthogonal)

@@ -50,6 +50,10 @@ class CVLConfig:
     """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
     lambda_partition: float = 1e-3
     """Coefficient of the partition regulariser mean_i (lse_j f_ij)^2 (eq. 10, table 2)."""
+    critic_objective: Literal["infonce", "binary"] = "infonce"
+    """"infonce": eq. 9-10 (the paper); "binary": binary NCE over every (anchor, future) pair,
+    which fixes the critic where InfoNCE leaves a constant per anchor free (the paper authors'
+    code default; `binary_nce_partition_loss`)."""
     psi_target_tau: float = 0.005
     """Polyak rate of psi_target <- (1 - tau) psi_target + tau psi (not in the paper)."""
 
@@ -64,6 +68,13 @@ class CVLConfig:
     (not in the paper; see ``q_direct_from_latents``)."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
+    rff_kind: Literal["trig", "positive"] = "trig"
+    """Random features of eq. 12: "trig", the paper's cosines (lemma 1); "positive", FAVOR+'s
+    positive features (Choromanski et al. 2021; never negative, so the self-normalised
+    denominator stays positive; `cvl_models.rff`)."""
+    rff_orthogonal: bool = False
+    """Draw the random features' directions in orthogonal blocks (lower variance; not in the
+    paper)."""
     beta_xi: float = 0.99
     """EMA rate of xi <- beta xi + (1 - beta) mean_j F(psi_target(s+_j)) r_j (not in the paper)."""
 
@@ -142,6 +153,12 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.critic_objective not in ("infonce", "binary"):
+            raise ValueError(
+                f"critic_objective must be 'infonce' or 'binary', got {self.critic_objective!r}"
+            )
+        if self.rff_kind not in ("trig", "positive"):
+            raise ValueError(f"rff_kind must be 'trig' or 'positive', got {self.rff_kind!r}")
         if self.policy_extraction not in EXTRACTIONS:
             raise ValueError(
                 f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"

@@ -75,8 +75,9 @@ from cvl_algos.cvl.q import (
 )
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
-from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
+from cvl_models import ContrastiveCritic, TanhGaussianPolicy
 from cvl_models.flow import FlowPolicy
+from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
 
@@ -138,11 +139,13 @@ class CVLLearner(PretrainingLearner):
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
             self.policy = self._make_policy()
-        self.rff = RandomFourierFeatures(
+        self.rff = make_random_features(
+            cfg.rff_kind,
             cfg.latent_dim,
             cfg.num_rff_features,
             temperature=cfg.temperature,
             seed=self.seed,
+            orthogonal=cfg.rff_orthogonal,
         ).to(self.device)
         self.xi_state = XiState(cfg.num_rff_features, cfg.self_normalized).to(self.device)
         self.future_bank: FutureBank | None = None
@@ -213,7 +216,8 @@ class CVLLearner(PretrainingLearner):
         )
 
     def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
-        return self._critic_loss(self.critic, batch, self.config.lambda_partition)
+        cfg: CVLConfig = self.config
+        return self._critic_loss(self.critic, batch, cfg.lambda_partition, cfg.critic_objective)
 
     def _after_critic(self, batch: Any, carry) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
         """``psi_target`` latents of the batch's future states (for Q), the xi EMA of eq. 12

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from einops import reduce
 from torch import Tensor, nn
 
@@ -49,10 +50,47 @@ def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Ten
     return loss, metrics
 
 
+def binary_nce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Tensor, dict]:
+    """Binary NCE over a (B, B) logit matrix, with the partition regulariser of eq. 10.
+
+    Each pair is classified as positive (the diagonal) or negative (every other entry):
+    ``mean_ij BCE(sigmoid(f_ij), 1[i = j]) + lambda_partition * mean_i (lse_j f_ij)^2``, the
+    contrastive RL loss of Eysenbach et al. 2022 (the default of the paper authors' code). Its
+    optimum ``f = log p(s+ | s, a) / p(s+) - log(B - 1)`` is fixed, where InfoNCE's leaves a
+    constant per anchor free (not in the paper's eq. 9-10; ``CVLConfig.critic_objective``).
+    """
+    assert logits.ndim == 2 and logits.shape[0] == logits.shape[1], logits.shape
+    batch = logits.shape[0]
+    eye = torch.eye(batch, dtype=logits.dtype, device=logits.device)
+    bce = F.binary_cross_entropy_with_logits(logits, eye)
+    lse = torch.logsumexp(logits, dim=1)
+    partition = reduce(lse**2, "b -> ", "mean")
+    loss = bce + lambda_partition * partition
+    with torch.no_grad():
+        positives = torch.diagonal(logits)
+        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
+        off = ~eye.bool()
+        metrics = {
+            "critic_loss": loss.detach(),
+            "critic_nce": bce.detach(),
+            "critic_partition": partition.detach(),
+            "critic_accuracy": accuracy.mean(),
+            "logits_mean": logits.mean(),
+            "logits_std": logits.std(correction=0),
+            "logits_pos": positives.mean(),
+            "logits_neg": logits[off].mean(),
+        }
+    return loss, metrics
+
+
+CRITIC_OBJECTIVES = {"infonce": infonce_partition_loss, "binary": binary_nce_partition_loss}
+"""The contrastive objectives of `CVLConfig.critic_objective`."""
+
+
 def contrastive_critic_loss(
-    critic: nn.Module, batch: Any, lambda_partition: float
+    critic: nn.Module, batch: Any, lambda_partition: float, objective: str = "infonce"
 ) -> tuple[Tensor, dict]:
-    """Critic loss of eq. 10 on a ``ContrastiveBatch``.
+    """Critic loss of eq. 10 on a ``ContrastiveBatch`` (``objective="binary"``: binary NCE).
 
     Anchors are ``(batch.obs_t, batch.action_t)``, positives ``batch.obs_future`` (offsets drawn
     from the truncated geometric, eq. 9); the other anchors' positives are the negatives.
@@ -66,7 +104,7 @@ def contrastive_critic_loss(
     )
     assert obs_t.shape[1:] == obs_future.shape[1:], (obs_t.shape, obs_future.shape)
     logits = critic.logits(obs_t, action_t, obs_future)
-    return infonce_partition_loss(logits, lambda_partition)
+    return CRITIC_OBJECTIVES[objective](logits, lambda_partition)
 
 
 def normalize_q_per_batch(q: Tensor, eps: float = 1e-6) -> Tensor:

@@ -117,7 +117,8 @@ def q_rff(
     ``q_direct_from_latents(..., self_normalized=True)``).
 
     Args:
-        rff: ``RandomFourierFeatures`` mapping (..., d) -> (..., D).
+        rff: random features (``cvl_models.rff``: trigonometric or positive) mapping
+            (..., d) -> (..., D).
         phi_t: (B, d) anchor features; xi: (D,); zeta: (D,) or None.
     Returns:
         (B,) Q estimates.
