@@ -142,3 +142,32 @@ def test_improvement_pairs_are_chosen_and_checked(runs_root, tmp_path):
     for bad in ("cvl", "cvl,cql", "bc,bc"):
         with pytest.raises(ConfigError, match="--pairs"):
             report(dataclasses.replace(config, pairs=(bad,)))
+
+
+def test_scores_pool_the_last_evaluations(runs_root, tmp_path):
+    """``last_evals=2`` scores each run by the 2 x 3 episodes of its evaluations at steps 2 and
+    4 (read here from evals.jsonl by hand); more evaluations than a run has are refused."""
+    summary = report(
+        ReportConfig(
+            runs=(str(runs_root / "runs"),),
+            out_dir=str(tmp_path / "pooled"),
+            bootstrap_reps=50,
+            last_evals=2,
+        )
+    )
+    assert summary["scored_by"] == "the pooled episodes of the last 2 evaluations"
+    for algorithm in ("bc", "cvl"):
+        expected = []
+        for seed in (0, 1):
+            lines = (runs_root / "runs" / algorithm / f"seed_{seed}" / "evals.jsonl").read_text()
+            evals = [json.loads(line) for line in lines.splitlines()]
+            assert [e["step"] for e in evals] == [2, 4]
+            episodes = [r for e in evals for r in e["episode_returns"]]
+            assert len(episodes) == 6
+            expected.append(float(np.mean(episodes)))
+        assert summary["final_return"][algorithm]["reach-v3"] == pytest.approx(expected)
+    assert "last 2 evaluations" in (tmp_path / "pooled" / "report.md").read_text()
+    with pytest.raises(ConfigError, match="evals.jsonl: 2 evaluations, fewer than --last-evals 3"):
+        report(
+            ReportConfig(runs=(str(runs_root / "runs"),), out_dir=str(tmp_path / "x"), last_evals=3)
+        )

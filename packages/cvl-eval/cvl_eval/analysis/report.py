@@ -58,6 +58,9 @@ class ReportConfig:
     """Stratified bootstrap replications of the rliable intervals."""
     episodes_as_runs: bool = False
     """rliable over the final evaluation's episodes instead of seeds (single-seed reports)."""
+    last_evals: int = 1
+    """Score each run by the pooled episodes of its last K evaluations (1: the final evaluation
+    alone); tables, rliable and ``report.json`` all use that score, and ``report.md`` says it."""
     title: str = "CVL report"
     """Heading of ``report.md``."""
     pairs: tuple[str, ...] = ()
@@ -104,6 +107,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
         "final_return": returns,
         "final_success": successes,
         "values_are": "per evaluation episode" if per_episode else "per seed",
+        "scored_by": _scored_by(config.last_evals),
         "files": files,
     }
     write_json_atomic(out / "report.json", summary)
@@ -113,12 +117,18 @@ def report(config: ReportConfig) -> dict[str, Any]:
     return summary
 
 
+def _scored_by(last_evals: int) -> str:
+    if last_evals == 1:
+        return "the final evaluation"
+    return f"the pooled episodes of the last {last_evals} evaluations"
+
+
 def _selected_runs(config: ReportConfig) -> tuple[list[str], list[RunRecord]]:
     """The algorithms (labels) to report, in order, and their finished runs; checked."""
     if config.bootstrap_reps < 1:
         raise ConfigError("bootstrap_reps must be >= 1")
     try:
-        runs = load_runs(config.runs)
+        runs = load_runs(config.runs, config.last_evals)
     except FileNotFoundError as error:
         raise ConfigError(str(error)) from None
     if not runs:
@@ -149,7 +159,8 @@ def _markdown(title: str, summary: dict[str, Any], out: Path) -> str:
     rl = summary["rliable"]
     lines.append(
         f"{summary['num_runs']} runs, algorithms {', '.join(summary['algorithms'])}; "
-        f"tasks {', '.join(t.removesuffix('-v3') for t in summary['tasks'])}."
+        f"tasks {', '.join(t.removesuffix('-v3') for t in summary['tasks'])}. Each run is "
+        f"scored by {summary['scored_by']}."
     )
     over = "evaluation episodes" if rl["runs_are"] == "evaluation episodes" else "seeds"
     lines += ["", f"## Final return (mean ± std over {over})", ""]

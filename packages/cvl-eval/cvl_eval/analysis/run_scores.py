@@ -16,7 +16,15 @@ from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.runs.index import find_runs
 
-__all__ = ["RunRecord", "curve_dict", "curve_records", "grouped", "load_runs", "score_dict"]
+__all__ = [
+    "RunRecord",
+    "curve_dict",
+    "curve_records",
+    "grouped",
+    "load_runs",
+    "pooled_evals",
+    "score_dict",
+]
 
 
 @dataclass(frozen=True)
@@ -31,23 +39,51 @@ class RunRecord:
     evals: list[dict[str, Any]]
 
 
-def load_runs(roots: Sequence[str]) -> list[RunRecord]:
-    """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`)."""
+def load_runs(roots: Sequence[str], last_evals: int = 1) -> list[RunRecord]:
+    """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`); with ``last_evals``
+    K > 1 each run's ``final`` pools the episodes of its last K evaluations (`pooled_evals`)."""
+    if last_evals < 1:
+        raise ConfigError(f"--last-evals must be >= 1, got {last_evals}")
     records = []
     for path in find_runs([Path(r) for r in roots]):
         run = RunFolder(path)
         results = run.read_results()
+        evals = run.read_evals()
+        final = results["final_eval"]
+        if last_evals > 1:
+            final = pooled_evals(evals, last_evals, path)
         records.append(
             RunRecord(
                 path=path,
                 label=results["label"],
                 task=results["task"],
                 seed=int(results["seed"]),
-                final=results["final_eval"],
-                evals=run.read_evals(),
+                final=final,
+                evals=evals,
             )
         )
     return records
+
+
+def pooled_evals(evals: list[dict[str, Any]], last: int, path: Path) -> dict[str, Any]:
+    """The episodes of the ``last`` evaluations of a run pooled into one final score
+    (``mean_return``, ``success_rate``, ``returns``, ``successes``): a run's success swings by
+    0.4-0.8 between consecutive 10-episode evaluations, so scoring it by more episodes at the
+    end of training cuts that noise. Refuses a run with fewer evaluations, naming it."""
+    if len(evals) < last:
+        raise ConfigError(
+            f"{path / 'evals.jsonl'}: {len(evals)} evaluations, fewer than --last-evals {last}"
+        )
+    chosen = evals[-last:]
+    returns = [float(r) for e in chosen for r in e["episode_returns"]]
+    successes = [bool(x) for e in chosen for x in e["episode_successes"]]
+    return {
+        "mean_return": float(np.mean(returns)),
+        "success_rate": float(np.mean(successes)),
+        "returns": returns,
+        "successes": successes,
+        "steps": [int(e["step"]) for e in chosen],
+    }
 
 
 def _normalizer(task: str):
