@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import cvl_algos.bc
     import cvl_algos.cql
     import cvl_algos.cvl
+    import cvl_algos.fql
     import cvl_algos.iql
     import cvl_algos.sac
     import cvl_algos.uds  # noqa: F401
@@ -47,6 +48,7 @@ ALGORITHMS: dict[str, str | type] = {
     "cvl": "cvl_algos.cvl:CVLLearner",
     "cvl_mc": "cvl_algos.cvl:CVLMCLearner",
     "iql": "cvl_algos.iql:IQLLearner",
+    "fql": "cvl_algos.fql:FQLLearner",
 }
 """Algorithm name -> learner class or its ``"module:Class"`` import path."""
 

@@ -129,7 +129,9 @@ def test_fql_loss_matches_its_parts_and_isolates_gradients() -> None:
     q_fn = q_fns(critic, rff, batch)["mc"]
     alpha, steps = 0.7, 4
     torch.manual_seed(9)
-    loss, metrics = fql_policy_loss(policy, q_fn, batch, alpha=alpha, flow_steps=steps)
+    loss, metrics = fql_policy_loss(
+        policy, q_fn, batch.obs_t, batch.action_t, alpha=alpha, flow_steps=steps
+    )
     loss.backward()
     fql_grads = {n: p.grad.clone() for n, p in policy.named_parameters()}
     assert all(p.grad is None for p in critic.parameters())

@@ -101,17 +101,25 @@ def flow_matching_loss(velocity: nn.Module, obs_t: Tensor, action_t: Tensor) -> 
 
 
 def fql_policy_loss(
-    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0, flow_steps: int = 10
+    policy: nn.Module,
+    q_fn: QFn,
+    obs_t: Tensor,
+    action_t: Tensor,
+    *,
+    alpha: float = 1.0,
+    flow_steps: int = 10,
+    normalize_q: bool = True,
 ) -> tuple[Tensor, dict]:
-    """Flow Q-Learning's actor loss (Park, Li, Levine 2025, eq. 7, with Q normalised):
+    """Flow Q-Learning's actor loss (Park, Li, Levine 2025, eq. 7, Q normalised by default):
     ``L = L_flow(v) + alpha * mean ||mu(s, z) - flow(s, z)||^2 - Q(s, mu(s, z)) / stopgrad(mean|Q|)``.
 
     ``policy`` is a `cvl_models.flow.FlowPolicy` (``velocity`` v, ``onestep`` mu); ``flow(s, z)``
     is the Euler-integrated behaviour flow for the noise ``z ~ N(0, I)``, computed without
     gradients (the distillation target moves only the one-step policy), and ``L_flow`` is
-    `flow_matching_loss`, which moves only the velocity field.
+    `flow_matching_loss`, which moves only the velocity field. ``q_fn`` is CVL's Q (extraction
+    ``"flow"``) or a TD critic's (`cvl_algos.fql`); ``normalize_q=False`` maximises raw Q (FQL's
+    default ``normalize_q_loss=False``).
     """
-    obs_t, action_t = batch.obs_t, batch.action_t
     flow_loss, metrics = flow_matching_loss(policy.velocity, obs_t, action_t)
     noise = standard_normal(action_t.shape, dtype=action_t.dtype, device=action_t.device)
     with torch.no_grad():
@@ -120,6 +128,8 @@ def fql_policy_loss(
     distill = reduce((actions - target).square(), "b a -> ", "mean")
     q = q_fn(obs_t, rearrange(actions.clamp(-1.0, 1.0), "b a -> 1 b a"))[0]
     q_term, scale = normalized_q_objective(q)
+    if not normalize_q:
+        q_term = -q.mean()
     loss = flow_loss + alpha * distill + q_term
     metrics.update(
         {

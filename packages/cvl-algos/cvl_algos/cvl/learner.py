@@ -262,6 +262,10 @@ class CVLLearner(PretrainingLearner):
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
         q_fn = self._q_fn(carry["psi_future"], batch.reward_future)
+        if cfg.policy_extraction == "flow":
+            return self._extraction_loss(
+                self.policy, q_fn, batch.obs_t, batch.action_t, **_extraction_kwargs(cfg)
+            )
         return self._extraction_loss(self.policy, q_fn, batch, **_extraction_kwargs(cfg))
 
     def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
