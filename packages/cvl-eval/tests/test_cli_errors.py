@@ -130,7 +130,7 @@ def test_debug_flag_and_env_show_the_traceback(data_root, tmp_path):
             "cql: batch_size = 0 is out of range: expected >= 1 (--batch-size",
         ),
         (["--hidden", "0"], "hidden = [0]: every width must be >= 1 (--hidden"),
-        (["--seed", "-1"], "seed = -1 is out of range (--seed)"),
+        (["--seed", "-1"], "seed = -1 is out of range: expected >= 0 (--seed)"),
     ],
 )
 def test_bad_sizes_and_seeds_are_refused_before_any_work(data_root, tmp_path, flags, message):
