@@ -34,7 +34,6 @@ back afterwards, so sampling inside networks (which use the global RNG) is repro
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,19 +344,13 @@ class LearnerBase:
     ) -> LearnerBase:
         """A fresh learner built from a checkpoint's ``state`` (class, config, shapes, seed)."""
         name = state.get("algorithm")
-        if name is not None and cls.name == name:
-            learner_cls = cls
-        else:
-            learner_cls = _saved_class(str(state.get("learner_class", "")))
-        if learner_cls is None:
+        learner_cls = cls if name is not None and cls.name == name else _registered_class(name)
+        if learner_cls is None or getattr(learner_cls, "name", None) != name:
+            from cvl_algos.registry import ALGORITHMS
+
             raise CheckpointError(
-                f"{file} (fields 'algorithm', 'learner_class'): cannot import the learner class "
-                f"{state.get('learner_class')!r} of algorithm {name!r}"
-            )
-        if getattr(learner_cls, "name", None) != name:
-            raise CheckpointError(
-                f"{file} (field 'algorithm'): unknown algorithm {name!r}; the saved learner class "
-                f"{state.get('learner_class')!r} is {getattr(learner_cls, 'name', None)!r}"
+                f"{file} (field 'algorithm'): unknown algorithm {name!r}; a checkpoint names a "
+                f"registered algorithm ({sorted(ALGORITHMS)}), never code to import"
             )
         if not isinstance(learner_cls, type) or not issubclass(learner_cls, cls):
             raise CheckpointError(
@@ -383,19 +376,23 @@ class LearnerBase:
 
     @classmethod
     def load(
-        cls, dir: str | Path, device: str | torch.device = "cpu", restore_global_rng: bool = True
+        cls,
+        dir: str | Path,
+        device: str | torch.device = "cpu",
+        restore_global_rng: bool = True,
+        allow_unverified: bool = False,
     ) -> LearnerBase:
         """Rebuild a learner saved by :meth:`save` on ``device``; its next update continues exactly.
 
         The learner class is ``cls`` when the saved algorithm name is ``cls.name``, else the one
-        the checkpoint names (``learner_class``, imported by its module path), so
-        ``LearnerBase.load`` works for any learner; it must be ``cls`` or a subclass of it.
-        `cvl_algos.registry.load_learner` starts from the class registered under the saved name.
-        Any problem (files, checksums, class, config, shapes) raises one `CheckpointError`
-        naming the file.
+        registered under that name (`cvl_algos.registry`; the checkpoint's ``learner_class`` is
+        never imported), so ``LearnerBase.load`` works for any registered learner; it must be
+        ``cls`` or a subclass of it. A checkpoint without ``checksums.json`` is refused unless
+        ``allow_unverified`` (`cvl_algos.checkpoint_files`). Any problem (files, checksums,
+        class, config, shapes) raises one `CheckpointError` naming the file.
         """
         file = Path(dir) / STATE_FILE
-        state = read_checkpoint_state(dir)
+        state = read_checkpoint_state(dir, allow_unverified)
         if not isinstance(state, dict):
             raise CheckpointError(f"{file} (field 'state'): expected an object")
         learner = cls._from_checkpoint_state(state, file, device)
@@ -406,6 +403,7 @@ class LearnerBase:
             device=learner.device,
             generators=learner.generators(),
             restore_global_rng=restore_global_rng,
+            allow_unverified=allow_unverified,
         )
         step = state.get("step")
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
@@ -418,10 +416,11 @@ class LearnerBase:
         return learner
 
 
-def _saved_class(path: str) -> type | None:
-    """The class at ``"package.module.Class"``, or None when it cannot be imported."""
-    module_name, _, attr = path.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError, ValueError):
+def _registered_class(name: Any) -> type | None:
+    """The learner class registered under ``name`` (`cvl_algos.registry`), or None. A checkpoint's
+    ``learner_class`` string is never imported: a checkpoint is data, not code."""
+    from cvl_algos.registry import ALGORITHMS, learner_class  # the registry sits above learners
+
+    if not isinstance(name, str) or name not in ALGORITHMS:
         return None
+    return learner_class(name)

@@ -205,10 +205,12 @@ def save_checkpoint(
     return target
 
 
-def _read(dir: str | os.PathLike) -> tuple[dict[str, Any], dict[str, torch.Tensor], bool]:
+def _read(
+    dir: str | os.PathLike, allow_unverified: bool = False
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], bool]:
     """(state.json document, tensors, whether checksums were verified), every check passed."""
     path = Path(dir)
-    verified = verify_files(path, REQUIRED_FILES)
+    verified = verify_files(path, REQUIRED_FILES, allow_unverified)
     state_file = path / STATE_FILE
     document = read_json(state_file)
     if not isinstance(document, dict):
@@ -237,19 +239,19 @@ def _decoded(document: dict, field: str, tensors: dict, dir: str | os.PathLike) 
         ) from None
 
 
-def verify_checkpoint(dir: str | os.PathLike) -> bool:
+def verify_checkpoint(dir: str | os.PathLike, allow_unverified: bool = False) -> bool:
     """Run every check a load would (files, checksums, JSON, safetensors, tensor references)
     without touching any module, optimizer or RNG.
 
     Returns:
-        True when the checksums were verified; False for a checkpoint written before checksums
-        existed (also warned with `CheckpointWarning`): it parsed, but a same-size corruption
-        would go unnoticed.
+        True when the checksums were verified; False for a checkpoint without ``checksums.json``
+        loaded with ``allow_unverified`` (also warned with `CheckpointWarning`): it parsed, but a
+        same-size corruption would go unnoticed.
 
     Raises:
         CheckpointError: naming the file and what is wrong.
     """
-    document, tensors, verified = _read(dir)
+    document, tensors, verified = _read(dir, allow_unverified)
     for field in DOCUMENT_FIELDS:
         _decoded(document, field, tensors, dir)
     return verified
@@ -262,9 +264,9 @@ def read_checkpoint_json(dir: str | os.PathLike, name: str) -> Any:
     return read_json(path / name)
 
 
-def read_checkpoint_state(dir: str | os.PathLike) -> dict[str, Any]:
+def read_checkpoint_state(dir: str | os.PathLike, allow_unverified: bool = False) -> dict[str, Any]:
     """The caller ``state`` saved in ``dir``, without touching any module or RNG."""
-    document, tensors, _ = _read(dir)
+    document, tensors, _ = _read(dir, allow_unverified)
     return _decoded(document, "state", tensors, dir)
 
 
@@ -301,6 +303,7 @@ def load_checkpoint(
     device: str | torch.device = "cpu",
     generators: dict[str, torch.Generator] | None = None,
     restore_global_rng: bool = True,
+    allow_unverified: bool = False,
 ) -> dict[str, Any]:
     """Load a checkpoint written by :func:`save_checkpoint` into existing objects, in place.
 
@@ -314,7 +317,7 @@ def load_checkpoint(
         The ``state`` dict given to :func:`save_checkpoint`.
     """
     path = Path(dir)
-    document, tensors, _ = _read(path)
+    document, tensors, _ = _read(path, allow_unverified)
     state_file, tensors_file = path / STATE_FILE, path / TENSORS_FILE
     if sorted(modules) != document["modules"]:
         raise CheckpointError(

@@ -5,10 +5,12 @@ the sha256 and byte size of each of its other files. Loading verifies them first
 truncated, corrupt or edited file is refused with one `CheckpointError` naming the file and what
 is wrong, before anything is parsed.
 
-Checkpoints from before the manifest existed (no ``checksums.json``) still load: their files
-are parsed with the same guarded readers (a truncated or garbled file is still one clean error),
-but a same-size corruption cannot be detected, so each load emits a `CheckpointWarning`.
-Re-saving such a checkpoint (``learner.save``) gives it a manifest.
+A checkpoint without ``checksums.json`` (one from before the manifest existed, or one whose
+manifest was deleted to slip edited weights past it) is refused unless the caller opts in with
+``allow_unverified=True`` (``cvl-evaluate --allow-unverified-checkpoint``): then its files are
+parsed with the same guarded readers (a truncated or garbled file is still one clean error), but
+a same-size corruption cannot be detected, so each load emits a `CheckpointWarning`. Re-saving
+such a checkpoint (``learner.save``) gives it a manifest.
 """
 
 from __future__ import annotations
@@ -71,10 +73,12 @@ def read_manifest(folder: Path, required: tuple[str, ...]) -> dict[str, Any] | N
     return files
 
 
-def verify_files(folder: Path, required: tuple[str, ...]) -> bool:
-    """Check every file the manifest lists; return False (with a warning) if there is none.
+def verify_files(folder: Path, required: tuple[str, ...], allow_unverified: bool = False) -> bool:
+    """Check every file the manifest lists; with ``allow_unverified``, return False (with a
+    warning) when there is no manifest.
 
-    Raises `CheckpointError` for a missing folder or file, a size or a sha256 that differs.
+    Raises `CheckpointError` for a missing folder, file or manifest (unless allowed), a size or
+    a sha256 that differs.
     """
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: no checkpoint folder")
@@ -82,6 +86,12 @@ def verify_files(folder: Path, required: tuple[str, ...]) -> bool:
         if not (folder / name).is_file():
             raise CheckpointError(f"{folder / name}: missing (incomplete checkpoint)")
     files = read_manifest(folder, required)
+    if files is None and not allow_unverified:
+        raise CheckpointError(
+            f"{folder / MANIFEST_FILE}: missing, so the checkpoint's files cannot be verified; "
+            "refusing it (--allow-unverified-checkpoint, or allow_unverified=True, loads it "
+            "unverified)"
+        )
     if files is None:
         warnings.warn(
             f"{folder}: no {MANIFEST_FILE} (written before checkpoints recorded checksums); "

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.checkpoint import read_checkpoint_state
 
 if TYPE_CHECKING:
     # Never executed; names the modules behind the import paths below so that Pants'
@@ -95,12 +94,21 @@ def make_learner(
     return cls(tuple(obs_shape), int(action_dim), config=config, device=device, seed=seed)
 
 
-def load_learner(dir, device: str | torch.device = "cpu", restore_global_rng: bool = True):
+def load_learner(
+    dir,
+    device: str | torch.device = "cpu",
+    restore_global_rng: bool = True,
+    allow_unverified: bool = False,
+):
     """Load any learner saved with ``learner.save(dir)``: the class registered under its saved
-    algorithm name (else the class the checkpoint names, `LearnerBase.load`)."""
-    name = read_checkpoint_state(dir)["algorithm"]
-    cls = learner_class(name) if name in ALGORITHMS else LearnerBase
-    return cls.load(dir, device=device, restore_global_rng=restore_global_rng)
+    algorithm name; an unregistered name is a `CheckpointError` (nothing the checkpoint names is
+    imported). ``allow_unverified``: load a checkpoint without ``checksums.json`` (warned)."""
+    return LearnerBase.load(
+        dir,
+        device=device,
+        restore_global_rng=restore_global_rng,
+        allow_unverified=allow_unverified,
+    )
 
 
 def offline_algorithms() -> tuple[str, ...]:

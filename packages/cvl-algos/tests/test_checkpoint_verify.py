@@ -1,6 +1,8 @@
 """Verified checkpoints (issue 17 item 6): corrupt, truncated or edited checkpoints give one
-`CheckpointError` naming the file and what is wrong; checkpoints from before checksums load with
-a `CheckpointWarning`. Every case damages real checkpoint files written by a real learner."""
+`CheckpointError` naming the file and what is wrong; checkpoints without checksums are refused
+unless the caller opts in, then load with a `CheckpointWarning` (issue 29 item 6); a checkpoint
+never makes the loader import code. Every case damages real checkpoint files written by a real
+learner."""
 
 import json
 import re
@@ -22,6 +24,7 @@ from cvl_algos import (
 )
 from cvl_algos.bc import BCLearner
 from cvl_algos.checkpoint import load_checkpoint, save_checkpoint
+from cvl_algos.checkpoint_files import write_manifest
 
 
 @pytest.fixture
@@ -53,9 +56,9 @@ def legacy(folder: Path) -> Path:
     return folder
 
 
-def expect(folder: Path, *fragments: str) -> str:
+def expect(folder: Path, *fragments: str, allow_unverified: bool = False) -> str:
     with pytest.raises(CheckpointError) as info:
-        load_learner(folder)
+        load_learner(folder, allow_unverified=allow_unverified)
     message = str(info.value)
     for fragment in fragments:
         assert fragment in message, (fragment, message)
@@ -122,17 +125,23 @@ def test_damaged_checkpoint_is_one_error_naming_the_file(saved, file, damage, wh
 def test_checkpoint_without_checksums_still_fails_cleanly(saved, file, damage, named, what):
     damage(legacy(saved) / file)
     with pytest.warns(CheckpointWarning):
-        expect(saved, f"{saved / named}", what)
+        expect(saved, f"{saved / named}", what, allow_unverified=True)
 
 
-def test_checkpoint_without_checksums_loads_with_a_warning(saved):
+def test_checkpoint_without_checksums_refused_unless_allowed(saved):
     before = tiny_learner("bc", seed=3).act(np.zeros(5, np.float32))
+    legacy(saved)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expect(saved, f"{saved / 'checksums.json'}: missing", "--allow-unverified-checkpoint")
+        with pytest.raises(CheckpointError, match="checksums.json: missing"):
+            verify_checkpoint(saved)
     with pytest.warns(
         CheckpointWarning, match="no checksums.json .* without checksum verification"
     ):
-        assert verify_checkpoint(legacy(saved)) is False
+        assert verify_checkpoint(saved, allow_unverified=True) is False
     with pytest.warns(CheckpointWarning):
-        loaded = load_learner(saved)
+        loaded = load_learner(saved, allow_unverified=True)
     np.testing.assert_array_equal(loaded.act(np.zeros(5, np.float32)), before)
     loaded.save(saved)  # re-saving gives it checksums
     assert verify_checkpoint(saved) is True
@@ -170,3 +179,21 @@ def test_extra_file_names_are_checked(tmp_path):
         with pytest.raises(ValueError, match="extra file names"):
             save_checkpoint(tmp_path / "ck", {}, {}, {}, extra_files={name: 1})
     assert not (tmp_path / "ck").exists()
+
+
+def test_checkpoint_never_imports_the_class_it_names(saved, tmp_path, monkeypatch):
+    """A checkpoint naming an unregistered algorithm and a module of its choosing is refused
+    without importing that module (it would write a marker file if it ran)."""
+    marker = tmp_path / "ran"
+    (tmp_path / "evilmod.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nclass Evil:\n    name = 'evil'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    edit_state(lambda s: s.update(algorithm="evil", learner_class="evilmod.Evil"))(
+        saved / "state.json"
+    )
+    write_manifest(saved, [p.name for p in saved.iterdir() if p.name != "checksums.json"])
+    for load in (load_learner, lambda d: BCLearner.load(d)):
+        with pytest.raises(CheckpointError, match="unknown algorithm 'evil'.*never code"):
+            load(saved)
+    assert not marker.exists()

@@ -22,6 +22,7 @@ cannot be written (read-only storage) simply gets no stamp, so every open hashes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -60,7 +61,8 @@ def _write_stamp(folder: Path, files: dict[str, Any]) -> None:
         tmp.write_text(json.dumps({"format": STAMP_FORMAT, "files": files}, indent=1))
         os.replace(tmp, folder / STAMP_FILE)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # read-only storage refuses even this unlink
+            tmp.unlink(missing_ok=True)
 
 
 def _trusted(entry: Any, identity: list[int], expected: str) -> bool:

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import shutil
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,11 @@ def read_d4rl_file(file: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         try:
             with np.load(file, allow_pickle=False) as npz:
                 return {k: npz[k] for k in npz.files if k in wanted}
-        except (ValueError, OSError) as error:
-            raise DatasetError(f"{file}: unreadable .npz ({error})") from None
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+            raise DatasetError(
+                f"{file}: unreadable .npz ({type(error).__name__}: {error}); not an .npz "
+                "archive of arrays, or truncated"
+            ) from None
     if file.suffix in (".hdf5", ".h5"):
         try:
             import h5py
@@ -56,6 +60,12 @@ def read_d4rl_file(file: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             ) from None
         try:
             with h5py.File(file, "r") as h5:
+                for key in (k for k in wanted if k in h5):
+                    if not isinstance(h5[key], h5py.Dataset):
+                        raise DatasetError(
+                            f"{file} (field '{key}'): an HDF5 {type(h5[key]).__name__}, "
+                            "expected a dataset (one array)"
+                        )
                 return {k: np.asarray(h5[k][()]) for k in wanted if k in h5}
         except OSError as error:
             raise DatasetError(f"{file}: unreadable HDF5 ({error})") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import platform
@@ -26,6 +27,7 @@ from typing import Any
 __all__ = [
     "fsync_dir",
     "naming_path",
+    "open_no_follow",
     "package_versions",
     "to_json_data",
     "write_json_atomic",
@@ -58,6 +60,21 @@ def naming_path(path: str | os.PathLike[str]) -> Iterator[None]:
         if error.filename is not None or error.errno is None:
             raise
         raise OSError(error.errno, error.strerror or str(error), str(path)) from error
+
+
+def open_no_follow(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """``os.open(path, flags, mode)`` that never follows a symbolic link at ``path``
+    (``O_NOFOLLOW``): a link planted where a lock, log or data file belongs (``run.lock`` ->
+    someone's file) is refused with an `OSError` naming ``path``, instead of writing its target.
+    Returns the file descriptor."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise OSError(
+            errno.ELOOP, "is a symbolic link; refusing to follow it (remove the link)", str(path)
+        ) from None
 
 
 def write_text_atomic(

@@ -2,6 +2,9 @@
 not know the on-disk layout: whether a folder is a (finished) dataset, its spec from its metadata
 alone, and the episodes of a dataset that is still being written.
 
+`dataset_fingerprint(path)` names a finished dataset's content (a hash of its fields' recorded
+checksums), so a run can tell the data it started on from data later put at the same path.
+
 `open_committed(path)` is the reader's view of a `DatasetWriter` at work (or interrupted): the
 finished dataset when there is one, else the episodes committed to ``<path>.partial/`` so far,
 memory-mapped read-only up to the last committed episode (bytes of an episode being written are
@@ -11,6 +14,7 @@ buffer of cvl-eval.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -22,7 +26,7 @@ from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layout
 from cvl_data.reader import Dataset, open_dataset, read_meta
 from cvl_data.spec import DatasetSpec
 
-__all__ = ["is_dataset", "open_committed", "read_spec", "recorded_spec"]
+__all__ = ["dataset_fingerprint", "is_dataset", "open_committed", "read_spec", "recorded_spec"]
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
@@ -41,6 +45,22 @@ def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
     return DatasetSpec.from_json(
         read_meta(Path(path)).get("spec"), where=f"{meta_file} (field 'spec')"
     )
+
+
+def dataset_fingerprint(path: str | os.PathLike[str]) -> str:
+    """A sha256 naming the content of the finished dataset at ``path``: the hash of its fields'
+    sha256 (recorded in its metadata, checked against the files by `open_dataset`), so two
+    datasets share it only when every field file is the same. Reads the metadata only.
+
+    Raises:
+        DatasetError: no finished dataset there, or unreadable metadata.
+    """
+    meta_file = Path(path) / META_FILE
+    fields = read_meta(Path(path)).get("fields")
+    if not isinstance(fields, dict) or not all(isinstance(f, dict) for f in fields.values()):
+        raise DatasetError(f"{meta_file} (field 'fields'): missing or malformed")
+    digests = {name: field.get("sha256") for name, field in sorted(fields.items())}
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()
 
 
 def recorded_spec(path: str | os.PathLike[str]) -> DatasetSpec | None:

@@ -2,15 +2,20 @@
 
 While writing, data lives in ``<path>.partial/``: one `.npy` per field with a fixed-size
 placeholder header (rows appended in place, never moved) and ``progress.json``, rewritten
-atomically after every committed episode. On resume, bytes past the last committed episode are
-truncated away. `finish` writes the final headers and ``meta.json`` (with checksums), then
-renames the folder to ``<path>``: a folder at ``<path>`` is always a whole dataset.
+atomically after every committed episode. ``progress.json`` also records, per field, the sha256
+of the committed rows as they were written (``data_sha256``). On resume, bytes past the last
+committed episode are truncated away and the committed rows are hashed again and compared with
+that record, so a byte changed in a ``.partial`` between two runs is refused (a `DatasetError`
+naming the file) instead of being sealed under fresh checksums. `finish` writes the final
+headers and ``meta.json`` (with checksums), then renames the folder to ``<path>``: a folder at
+``<path>`` is always a whole dataset.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -21,7 +26,7 @@ from typing import Any, BinaryIO, Self
 import numpy as np
 
 from cvl_data.errors import DatasetError
-from cvl_data.jsonio import fsync_dir, write_json_atomic
+from cvl_data.jsonio import fsync_dir, open_no_follow, write_json_atomic
 from cvl_data.layout import (
     HEADER_BYTES,
     META_FILE,
@@ -30,6 +35,7 @@ from cvl_data.layout import (
     SCHEMA_VERSION,
     build_meta,
     field_layouts,
+    file_sha256,
     npy_header,
     partial_path,
 )
@@ -86,6 +92,7 @@ class DatasetWriter:
         self._partial = partial_path(self.path)
         self._layouts = field_layouts(spec)
         self._files: dict[str, BinaryIO] = {}
+        self._hashes: dict[str, Any] = {}  # sha256 of each field's committed rows
         self._num_episodes = 0
         self._num_steps = 0
         self._episode_info: list[dict[str, Any]] = []
@@ -125,6 +132,7 @@ class DatasetWriter:
             "num_episodes": self._num_episodes,
             "num_steps": self._num_steps,
             "episode_info": self._episode_info,
+            "data_sha256": {name: h.hexdigest() for name, h in self._hashes.items()},
         }
 
     # ------------------------------------------------------------ start/resume
@@ -135,10 +143,10 @@ class DatasetWriter:
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
         for name, layout in self._layouts.items():
+            rows = np.zeros(1, np.int64).tobytes() if name == "episode_offsets" else b""
+            self._hashes[name] = hashlib.sha256(rows)
             with open(scratch / layout.file, "wb") as handle:
-                handle.write(npy_header(layout.dtype, layout.shape(0, 0)))
-                if name == "episode_offsets":
-                    handle.write(np.zeros(1, np.int64).tobytes())
+                handle.write(npy_header(layout.dtype, layout.shape(0, 0)) + rows)
                 self._sync(handle)
         write_json_atomic(
             scratch / PROGRESS_FILE, self._progress(), self.durable, True, sort_keys=True
@@ -190,14 +198,52 @@ class DatasetWriter:
                     f"{file} (field '{name}'): {size} bytes, shorter than the {need} bytes of its "
                     f"{self._num_episodes} committed episodes; the partial dataset is corrupt"
                 )
+        self._check_committed(progress, source)
         self._open_files()
         if source == meta_file:  # finished but not yet renamed: keep it resumable
             write_json_atomic(progress_file, self._progress(), self.durable, True, sort_keys=True)
             meta_file.unlink()
 
+    def _check_committed(self, progress: dict[str, Any], source: Path) -> None:
+        """Hash the committed rows of every field again and compare them with the record made
+        as they were written (``data_sha256``; for a finished partial, the field files against
+        ``meta.json``): a changed byte is refused, never sealed under new checksums."""
+        if source.name == META_FILE:
+            for name, entry in (progress.get("fields") or {}).items():
+                file = self._partial / str(entry.get("file"))
+                if file_sha256(file) != entry.get("sha256"):
+                    raise DatasetError(
+                        f"{file} (field '{name}'): checksum mismatch with {source}; the partial "
+                        f"dataset is corrupt: delete {self._partial} to start again"
+                    )
+        recorded = progress.get("data_sha256") if source.name != META_FILE else None
+        if source.name != META_FILE and not isinstance(recorded, dict):
+            raise DatasetError(
+                f"{source} (field 'data_sha256'): missing (written by an older cvl-data); the "
+                f"committed episodes cannot be checked: delete {self._partial} to start again"
+            )
+        for name, layout in self._layouts.items():
+            file = self._partial / layout.file
+            digest = hashlib.sha256()
+            with open(file, "rb") as handle:
+                handle.seek(HEADER_BYTES)
+                left = self._committed_bytes(name) - HEADER_BYTES
+                while left > 0:
+                    chunk = handle.read(min(left, 1 << 20))
+                    digest.update(chunk)
+                    left -= len(chunk)
+            if recorded is not None and recorded.get(name) != digest.hexdigest():
+                raise DatasetError(
+                    f"{file} (field '{name}'): its {self._num_episodes} committed episodes differ "
+                    f"from the checksum recorded as they were written ({source}); the partial "
+                    f"dataset is corrupt: delete {self._partial} to start again"
+                )
+            self._hashes[name] = digest
+
     def _open_files(self) -> None:
         for name, layout in self._layouts.items():
-            handle = open(self._partial / layout.file, "r+b")  # noqa: SIM115 (kept open)
+            fd = open_no_follow(self._partial / layout.file, os.O_RDWR)
+            handle = os.fdopen(fd, "r+b")  # noqa: SIM115 (kept open)
             handle.truncate(self._committed_bytes(name))
             handle.seek(0, os.SEEK_END)
             self._files[name] = handle
@@ -241,14 +287,17 @@ class DatasetWriter:
         arrays = coerce_episode(self.spec, observations, actions, rewards, terminated, truncated)
         T = len(arrays["actions"])
         arrays["episode_offsets"] = np.array([self._num_steps + T], dtype=np.int64)
+        rows = {name: arrays[name].tobytes() for name in self._files}
         try:
             for name, handle in self._files.items():
-                handle.write(arrays[name].tobytes())
+                handle.write(rows[name])
             for handle in self._files.values():
                 self._sync(handle)
         except BaseException:
             self._rollback()
             raise
+        for name, data in rows.items():
+            self._hashes[name].update(data)
         self._num_episodes += 1
         self._num_steps += T
         self._episode_info.append(info)

@@ -8,9 +8,9 @@ imports only the rooms below it (enforced by the ``__dependencies_rules__`` of i
 |---|---|---|
 | `errors`, `cli` | `ConfigError`, `TrainingStopped`; the entry points' shell `cli.run` | - |
 | `envs` | `make_env`, Meta-World tasks, pixels, scripted experts, expert scores, per-env defaults | - |
-| `runs` | run folders on disk and their index | - |
+| `runs` | run folders on disk, their index, folder locks | - |
 | `rollout` | recording episodes, evaluating policies and checkpoints | envs, runs |
-| `datagen` | scripted, behaviour and SAC replay datasets; resume checks | envs, rollout |
+| `datagen` | scripted, behaviour and SAC replay datasets; resume checks | envs, runs, rollout |
 | `training` | `train(TrainConfig)`: the offline trainer | envs, runs, rollout |
 | `analysis` | rliable metrics, plots, tables, curves, reports, Mountain Car heatmaps | envs, runs |
 | `pipelines` | sweeps, the paper presets, the quickstart | every room |

@@ -18,7 +18,17 @@ from collections.abc import Callable, Sequence
 
 from cvl_eval.cli import run
 
-__all__ = ["COMMANDS", "evaluate", "generate", "paper", "quickstart", "report", "sweep", "train"]
+__all__ = [
+    "COMMANDS",
+    "convert",
+    "evaluate",
+    "generate",
+    "paper",
+    "quickstart",
+    "report",
+    "sweep",
+    "train",
+]
 
 Argv = Sequence[str] | None
 
@@ -127,6 +137,21 @@ def report(argv: Argv = None) -> int:
     return run(ReportConfig, work, argv, _doc(report))
 
 
+def convert(argv: Argv = None) -> int:
+    """`cvl-convert --from minari:<id or folder> --to data/<task>`: datasets in and out of ours.
+
+    Endpoints: `minari:<id or folder>` (a local Minari dataset; as a target, an id written under
+    `MINARI_DATASETS_PATH`, default `~/.minari/datasets`), a D4RL-style `<file>.npz` (both ways)
+    or `<file>.hdf5` (source), and our dataset folder (one side is always ours), e.g.
+    `--from data/reach-v3 --to reach.npz`, `--from hopper.hdf5 --to data/hopper --task Hopper-v5
+    --env-id Hopper-v5 --action-low -1 --action-high 1`. Minari needs
+    `pip install 'cvl-data[minari]'`. Prints a JSON summary (`cvl_data.convert`).
+    """
+    from cvl_eval.convert_args import ConvertArgs, run_convert
+
+    return run(ConvertArgs, run_convert, argv, _doc(convert))
+
+
 def quickstart(argv: Argv = None) -> int:
     """`cvl-quickstart`: CVL vs BC vs a random policy on one Meta-World task, on CPU.
 
@@ -200,5 +225,6 @@ COMMANDS: dict[str, Callable[[Argv], int]] = {
     "report": report,
     "quickstart": quickstart,
     "paper": paper,
+    "convert": convert,
 }
 """Every command by name (``python -m cvl_eval <name>``; console script ``cvl-<name>``)."""

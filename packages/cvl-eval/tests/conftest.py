@@ -26,3 +26,28 @@ def data_root(tmp_path_factory):
         config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
         generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
     return root
+
+
+def cvl_eval_cli(*args, cwd=None, env=None, timeout=300):
+    """``python -m cvl_eval <args>`` in a fresh process (what the ``cvl-*`` scripts run)."""
+    import os
+    import subprocess
+    import sys
+
+    base = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path)}
+    base.pop("CVL_DEBUG", None)
+    command = [sys.executable, "-m", "cvl_eval", *map(str, args)]
+    return subprocess.run(
+        command, env=env or base, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def one_error_line(done, *fragments):
+    """The one ``error:`` line of a failed command (exit 2, no traceback), with ``fragments``."""
+    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    for fragment in fragments:
+        assert fragment in errors[0], (fragment, errors[0])
+    return errors[0]

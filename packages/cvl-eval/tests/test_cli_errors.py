@@ -12,6 +12,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import one_error_line as _error_line  # pants: no-infer-dep
 
 # The tests run `python -m cvl_eval`: this import puts the package's __main__ (and through it
 # every command) into Pants' test sandbox, which only holds what the test file imports.
@@ -38,17 +39,6 @@ def _cvl_eval(*args, cwd=None, env=None):
 
 def _train(dataset, out, *extra, cwd=None):
     return _cvl_eval("train", "--dataset", dataset, "--out-dir", out, *TINY, *extra, cwd=cwd)
-
-
-def _error_line(done, *fragments):
-    """The one ``error:`` line of a failed command (exit 2, no traceback), with ``fragments``."""
-    assert done.returncode == 2, (done.returncode, done.stderr[-3000:])
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, done.stderr[-3000:]
-    for fragment in fragments:
-        assert fragment in errors[0], (fragment, errors[0])
-    return errors[0]
 
 
 def _rewrite(folder, field, array):
@@ -130,7 +120,7 @@ def test_debug_flag_and_env_show_the_traceback(data_root, tmp_path):
             "cql: batch_size = 0 is out of range: expected >= 1 (--batch-size",
         ),
         (["--hidden", "0"], "hidden = [0]: every width must be >= 1 (--hidden"),
-        (["--seed", "-1"], "seed = -1 is out of range (--seed)"),
+        (["--seed", "-1"], "seed = -1 is out of range: expected >= 0 (--seed)"),
     ],
 )
 def test_bad_sizes_and_seeds_are_refused_before_any_work(data_root, tmp_path, flags, message):

@@ -19,7 +19,7 @@ def _cvl_eval(*args, cwd=None):
 
 def test_every_command_answers_help_in_a_fresh_process():
     assert set(COMMANDS) == {
-        "train", "generate", "evaluate", "sweep", "report", "quickstart", "paper"
+        "train", "generate", "evaluate", "sweep", "report", "quickstart", "paper", "convert"
     }  # fmt: skip
     done = _cvl_eval("train", "--help")
     assert done.returncode == 0, done.stderr

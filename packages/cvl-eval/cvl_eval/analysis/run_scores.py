@@ -3,6 +3,7 @@ learning curves and rliable (per algorithm label x task, seeds or evaluation epi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ import numpy as np
 from cvl_eval.envs.expert_scores import normalized_score
 from cvl_eval.envs.make import is_metaworld
 from cvl_eval.errors import ConfigError
-from cvl_eval.runs.folder import RunFolder
+from cvl_eval.runs.folder import RunFolder, read_json
 from cvl_eval.runs.index import find_runs
 
 __all__ = [
@@ -41,13 +42,14 @@ class RunRecord:
 
 def load_runs(roots: Sequence[str], last_evals: int = 1) -> list[RunRecord]:
     """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`); with ``last_evals``
-    K > 1 each run's ``final`` pools the episodes of its last K evaluations (`pooled_evals`)."""
+    K > 1 each run's ``final`` pools the episodes of its last K evaluations (`pooled_evals`);
+    every ``results.json`` is checked first (`_checked_results`)."""
     if last_evals < 1:
         raise ConfigError(f"--last-evals must be >= 1, got {last_evals}")
     records = []
     for path in find_runs([Path(r) for r in roots]):
         run = RunFolder(path)
-        results = run.read_results()
+        results = _checked_results(run.results)
         evals = run.read_evals()
         final = results["final_eval"]
         if last_evals > 1:
@@ -57,7 +59,7 @@ def load_runs(roots: Sequence[str], last_evals: int = 1) -> list[RunRecord]:
                 path=path,
                 label=results["label"],
                 task=results["task"],
-                seed=int(results["seed"]),
+                seed=results["seed"],
                 final=final,
                 evals=evals,
             )
@@ -84,6 +86,35 @@ def pooled_evals(evals: list[dict[str, Any]], last: int, path: Path) -> dict[str
         "successes": successes,
         "steps": [int(e["step"]) for e in chosen],
     }
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
+"""What a label or task read from a run folder may be: a plain name, never a path."""
+
+
+def _checked_results(file: Path) -> dict[str, Any]:
+    """``results.json`` with a plain ``label`` and ``task`` (names, never paths: a report's
+    files and figures are named by them), an int ``seed`` and an object ``final_eval``; a
+    `ConfigError` naming the file and field otherwise."""
+    try:
+        results = read_json(file)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{file}: not valid JSON ({error})") from None
+    if not isinstance(results, dict):
+        raise ConfigError(f"{file}: expected a JSON object")
+    for field in ("label", "task"):
+        value = results.get(field)
+        if not isinstance(value, str) or not NAME.fullmatch(value) or ".." in value:
+            raise ConfigError(
+                f"{file} (field '{field}'): {value!r} is not a plain name (letters, digits, "
+                "'_.+-'; no path)"
+            )
+    seed = results.get("seed")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise ConfigError(f"{file} (field 'seed'): expected an int, got {seed!r}")
+    if not isinstance(results.get("final_eval"), dict):
+        raise ConfigError(f"{file} (field 'final_eval'): missing or not an object")
+    return results
 
 
 def _normalizer(task: str):

@@ -18,23 +18,32 @@ episodes). Kinds:
 - ``curriculum``: a replay-like buffer; the task's expert with noise std and epsilon annealed
   from ``curriculum_sigma[0]`` / ``curriculum_epsilon[0]`` (random-like) to ``[1]`` (expert).
 
-Every generation resumes where an interrupted one stopped; finished datasets are skipped.
+Every generation resumes where an interrupted one stopped; finished datasets are skipped. A
+generation holds its data root's lock (``<out_dir>/generate.lock``, `cvl_eval.runs.lock`) from
+start to end: a second generation into the same root is refused, naming the holder's PID, and
+leftovers of earlier writers nobody will resume are removed under the lock (`_clear_leftovers`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cvl_data import is_dataset
 from cvl_data.jsonio import write_json_atomic
-from cvl_eval.envs.make import canonical_name, is_metaworld
-from cvl_eval.errors import ConfigError
+from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld
+from cvl_eval.errors import ConfigError, check_ranges
+from cvl_eval.runs.lock import hold_lock
 
 KINDS = ("scripted", "sac", "mixture", "curriculum")
+LOCK_FILE = "generate.lock"
+"""A data root's lock file: one generation writes into a data root at a time."""
 
 
 @dataclass(frozen=True)
@@ -106,15 +115,32 @@ def check_generate(config: GenerateConfig) -> list[str]:
             except ValueError as error:
                 raise ConfigError(f"--sources / --curriculum-*: {error}") from None
         tasks.append(name)
-    numbers = {
-        "episodes": config.episodes,
-        "frames": config.frames,
-        "image_size": config.image_size,
-    }
-    for key, value in numbers.items():
-        if value < 1:
-            raise ConfigError(f"{key} must be >= 1, got {value}")
+    _check_numbers(config)
+    if config.pixels:
+        try:
+            check_camera(tasks[0], config.camera)
+        except ValueError as error:
+            raise ConfigError(f"--camera: {error}") from None
     return tasks
+
+
+def _check_numbers(config: GenerateConfig) -> None:
+    """Counts, sizes and noise levels within their ranges (each refusal names its flag)."""
+    optional = {"max_steps": 1, "warmup_frames": 0}
+    ok = {k: getattr(config, k) is None or getattr(config, k) >= v for k, v in optional.items()}
+    check_ranges(
+        config,
+        {
+            "episodes": (config.episodes >= 1, ">= 1"),
+            "frames": (config.frames >= 1, ">= 1"),
+            "image_size": (config.image_size >= 1, ">= 1"),
+            "noise_sigma": (config.noise_sigma >= 0, ">= 0"),
+            "epsilon": (0 <= config.epsilon <= 1, "in [0, 1]"),
+            "max_steps": (ok["max_steps"], ">= 1"),
+            "warmup_frames": (ok["warmup_frames"], ">= 0"),
+            "seed": (config.seed >= 0, ">= 0"),
+        },
+    )
 
 
 def dataset_paths(config: GenerateConfig, task: str) -> tuple[Path, Path | None]:
@@ -129,6 +155,26 @@ def generate_datasets(config: GenerateConfig) -> dict[str, Any]:
     tasks = check_generate(config)
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with hold_lock(out / LOCK_FILE, "generates datasets", "--out-dir"):
+        _clear_leftovers([p for t in tasks for p in dataset_paths(config, t) if p is not None])
+        return _generate_locked(config, tasks, out)
+
+
+def _clear_leftovers(paths: list[Path]) -> None:
+    """Remove what an earlier writer of these datasets left behind and no one will use: the
+    scratch folders of a start that died (``<task>.partial.init-<pid>``), and a ``.partial``
+    beside a finished dataset (a lost race of two generations, from before the lock). Only
+    called while holding the data root's lock, so no other generation is writing them."""
+    for path in paths:
+        stale = list(path.parent.glob(f"{path.name}.partial.init-*"))
+        if is_dataset(path) and path.with_name(f"{path.name}.partial").is_dir():
+            stale.append(path.with_name(f"{path.name}.partial"))
+        for folder in stale:
+            print(f"removing stale {folder}", file=sys.stderr, flush=True)
+            shutil.rmtree(folder)
+
+
+def _generate_locked(config: GenerateConfig, tasks: list[str], out: Path) -> dict[str, Any]:
     log_path = out / "generation.json"
     log = json.loads(log_path.read_text()) if log_path.exists() else {}
     for index, task in enumerate(tasks):

@@ -175,3 +175,20 @@ def make_env(
         config = RenderConfig(image_size=image_size, camera=camera, fast=fast_render)
         env = PixelObservation(env, config, keep_state=keep_state)
     return env
+
+
+def check_camera(name: str, camera: str) -> None:
+    """Refuse (`ValueError`, listing the names there are) a camera the MuJoCo model of Meta-World
+    task ``name`` does not have; builds the state env only (nothing renders), so pixel commands
+    can check their camera before any work."""
+    import mujoco
+
+    env = make_env(name, goals="random")
+    try:
+        model = env.unwrapped.model
+        kind = mujoco.mjtObj.mjOBJ_CAMERA
+        names = [mujoco.mj_id2name(model, kind, i) for i in range(model.ncam)]
+    finally:
+        env.close()
+    if camera not in names:
+        raise ValueError(f"unknown camera {camera!r}: the {canonical_name(name)} model has {names}")

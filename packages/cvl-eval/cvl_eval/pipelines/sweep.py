@@ -65,7 +65,7 @@ class SweepConfig:
     tasks: tuple[str, ...] = ("drawer-open",)
     """Tasks (Meta-World names with or without ``-v3``, or MountainCarContinuous-v0)."""
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    """Seeds of every (algorithm, task)."""
+    """Seeds of every (algorithm, task); a repeated seed (or algorithm, or task) is refused."""
     workers: int = 2
     """Runs trained at the same time (one process each; with ``backend="ray"``, Ray tasks in
     flight)."""
@@ -245,6 +245,14 @@ def expand(config: SweepConfig) -> list[SweepRun]:
         tasks = [canonical_name(task) for task in config.tasks]
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    for flag, values in (
+        ("algorithms", config.algorithms),
+        ("tasks", tasks),
+        ("seeds", config.seeds),
+    ):
+        repeated = sorted({str(v) for v in values if list(values).count(v) > 1})
+        if repeated:  # one folder per run: a repeat would train it twice, or race itself
+            raise ConfigError(f"--{flag}: {', '.join(repeated)} given more than once")
     return [
         _run(config, label, variants[label], task, int(seed))
         for label in config.algorithms

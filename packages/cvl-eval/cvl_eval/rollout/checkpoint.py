@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from cvl_data.jsonio import write_json_atomic
-from cvl_eval.envs.make import canonical_name
-from cvl_eval.errors import ConfigError
+from cvl_eval.envs.make import canonical_name, check_camera
+from cvl_eval.errors import ConfigError, check_ranges
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_eval.runs.folder import RunFolder, read_json
 
@@ -40,6 +40,22 @@ class EvaluateConfig:
     """Optional episode step limit."""
     device: str = "cpu"
     """Device to load the learner on."""
+    allow_unverified_checkpoint: bool = False
+    """Load a checkpoint that has no ``checksums.json`` (its files cannot be verified; warned).
+    Without it such a checkpoint is refused."""
+
+
+def _check_numbers(config: EvaluateConfig) -> None:
+    """Counts and seeds within their ranges, before any work (each refusal names its flag)."""
+    max_steps = config.max_steps is None or config.max_steps >= 1
+    check_ranges(
+        config,
+        {
+            "episodes": (config.episodes >= 1, ">= 1"),
+            "seed": (config.seed >= 0, ">= 0"),
+            "max_steps": (max_steps, ">= 1"),
+        },
+    )
 
 
 def _locate(path: Path) -> tuple[Path, dict[str, Any] | None]:
@@ -62,8 +78,7 @@ def _locate(path: Path) -> tuple[Path, dict[str, Any] | None]:
 
 def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
     """Evaluate; returns (and writes) the `EvalResult` dict plus where it came from."""
-    if config.episodes < 1:
-        raise ConfigError(f"episodes must be >= 1, got {config.episodes}")
+    _check_numbers(config)
     checkpoint, run_config = _locate(Path(config.checkpoint))
     task = config.task or (run_config or {}).get("task")
     if task is None:
@@ -76,8 +91,18 @@ def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
 
     from cvl_algos import load_learner
 
-    learner = load_learner(checkpoint, device=config.device, restore_global_rng=False)
+    learner = load_learner(
+        checkpoint,
+        device=config.device,
+        restore_global_rng=False,
+        allow_unverified=config.allow_unverified_checkpoint,
+    )
     pixels = len(learner.obs_shape) == 3  # image observations (H, W, C)
+    if pixels:
+        try:
+            check_camera(task, camera)
+        except ValueError as error:
+            raise ConfigError(f"{checkpoint} (run config field 'camera'): {error}") from None
     result = evaluate_policy(
         task,
         lambda obs: learner.act(obs, deterministic=config.deterministic),

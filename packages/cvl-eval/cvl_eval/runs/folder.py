@@ -183,10 +183,14 @@ class RunFolder:
         """Whether ``checkpoints/`` holds any checkpoint folder or pointer (valid or not)."""
         return bool(self.checkpoint_candidates()) or (self.checkpoints / LATEST_FILE).exists()
 
-    def discard_unstarted(self) -> None:
+    def discard_unstarted(self, remove_folder: bool = False) -> None:
         """Remove what a start that failed before its first update wrote (the config and the
         empty logs), so the corrected command runs without ``--resume``; the lock file stays
-        (see `cvl_eval.runs.lock`)."""
+        (see `cvl_eval.runs.lock`), unless ``remove_folder``: the start created the folder, and
+        its holder (still holding the lock) removes it whole."""
+        if remove_folder:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
         for path in (self.config, self.metrics, self.evals, self.progress):
             path.unlink(missing_ok=True)
         shutil.rmtree(self.tensorboard, ignore_errors=True)

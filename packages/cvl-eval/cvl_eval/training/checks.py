@@ -10,13 +10,14 @@ pretraining budget (`resolve_pretrain_steps`) and the run folder (`check_run_fol
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Any
 
 from cvl_algos import learner_class, offline_algorithms
 from cvl_algos.pretraining import has_pretraining_phase
 from cvl_data.jsonio import to_json_data
-from cvl_eval.errors import ConfigError
+from cvl_eval.errors import ConfigError, check_ranges
 from cvl_eval.runs.folder import RunFolder, read_json
 from cvl_eval.runs.lock import LOCK_FILE, check_not_locked
 from cvl_eval.training.config import TrainConfig
@@ -82,7 +83,8 @@ def learner_overrides(config: TrainConfig) -> dict[str, Any]:
 
 def _check_sizes(learner_config: Any, algorithm: str) -> None:
     """Network widths and the batch size are positive (``--hidden``, ``--batch-size`` or an
-    override), refused here rather than deep inside the first network or sampler."""
+    override) and learning rates finite and positive, refused here rather than deep inside the
+    first network, sampler or optimiser."""
     hidden = getattr(learner_config, "hidden", None)
     if hidden is not None and any(int(width) < 1 for width in hidden):
         raise ConfigError(
@@ -95,27 +97,37 @@ def _check_sizes(learner_config: Any, algorithm: str) -> None:
             f"{algorithm}: batch_size = {batch_size} is out of range: expected >= 1 "
             "(--batch-size or override batch_size)"
         )
+    for name in (f.name for f in dataclasses.fields(learner_config)):
+        value = getattr(learner_config, name)
+        if (name == "lr" or name.endswith("_lr")) and not (0 < value < math.inf):
+            raise ConfigError(
+                f"{algorithm}: {name} = {value} is out of range: a learning rate must be a "
+                f"finite number > 0 (--overrides {name}=...)"
+            )
 
 
 def check_numbers(config: TrainConfig) -> None:
     """Budgets, intervals and counts within their ranges."""
-    checks = [
-        ("seed", config.seed >= 0),
-        ("eval_seed", config.eval_seed >= 0),
-        ("steps", config.steps >= 1),
-        ("log_every", config.log_every >= 1),
-        ("eval_every", config.eval_every >= 0),
-        ("eval_episodes", config.eval_episodes >= 1),
-        ("checkpoint_every", config.checkpoint_every >= 0),
-        ("keep_checkpoints", config.keep_checkpoints >= 1),
-        ("pretrain_steps", config.pretrain_steps is None or config.pretrain_steps >= 0),
-        ("num_threads", config.num_threads is None or config.num_threads >= 1),
-        ("eval_max_steps", config.eval_max_steps is None or config.eval_max_steps >= 1),
-    ]
-    for name, ok in checks:
-        if not ok:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{name} = {getattr(config, name)} is out of range ({flag})")
+
+    def optional(value: int | None, least: int) -> bool:
+        return value is None or value >= least
+
+    check_ranges(
+        config,
+        {
+            "seed": (config.seed >= 0, ">= 0"),
+            "eval_seed": (config.eval_seed >= 0, ">= 0"),
+            "steps": (config.steps >= 1, ">= 1"),
+            "log_every": (config.log_every >= 1, ">= 1"),
+            "eval_every": (config.eval_every >= 0, ">= 0"),
+            "eval_episodes": (config.eval_episodes >= 1, ">= 1"),
+            "checkpoint_every": (config.checkpoint_every >= 0, ">= 0"),
+            "keep_checkpoints": (config.keep_checkpoints >= 1, ">= 1"),
+            "pretrain_steps": (optional(config.pretrain_steps, 0), ">= 0"),
+            "num_threads": (optional(config.num_threads, 1), ">= 1"),
+            "eval_max_steps": (optional(config.eval_max_steps, 1), ">= 1"),
+        },
+    )
 
 
 def check_loggers(config: TrainConfig) -> None:
@@ -199,20 +211,40 @@ def resolve_pretrain_steps(
     return int(overrides.get("pretrain_steps", learner_cls.config_cls().pretrain_steps))
 
 
-def check_run_folder(config: TrainConfig, run: RunFolder) -> None:
-    """A new run needs an empty folder; a resumed one the same config as before; neither a
-    folder another process trains in (`cvl_eval.runs.lock`)."""
+def data_identity(config: TrainConfig) -> dict[str, Any]:
+    """The content fingerprints of the run's datasets (`cvl_data.dataset_fingerprint`, from their
+    metadata): what ``config.json`` records, and what a resume must find again."""
+    from cvl_data import DatasetError, dataset_fingerprint
+
+    try:
+        return {
+            "dataset": dataset_fingerprint(config.dataset),
+            "pretrain_datasets": [dataset_fingerprint(p) for p in config.pretrain_datasets],
+        }
+    except DatasetError as error:
+        raise ConfigError(str(error)) from None
+
+
+def check_run_folder(
+    config: TrainConfig, run: RunFolder, identity: dict[str, Any] | None = None
+) -> None:
+    """A new run needs an empty folder; a resumed one the same config (and, given ``identity``,
+    the same data) as before; neither a folder another process trains in
+    (`cvl_eval.runs.lock`)."""
     if not run.path.exists():
         return
     if not run.path.is_dir():
         raise ConfigError(f"out_dir {run.path} exists and is not a folder")
     check_not_locked(run.path)
-    check_run_contents(config, run)
+    check_run_contents(config, run, identity)
 
 
-def check_run_contents(config: TrainConfig, run: RunFolder) -> None:
+def check_run_contents(
+    config: TrainConfig, run: RunFolder, identity: dict[str, Any] | None = None
+) -> None:
     """The existing folder ``run`` is empty (a new run) or holds a run of the same config (a
-    resumed one); `check_run_folder` without the lock, for its holder."""
+    resumed one) on the same data (`check_same_data`); `check_run_folder` without the lock, for
+    its holder."""
     if not config.resume:
         if any(p.name != LOCK_FILE for p in run.path.iterdir()):
             raise ConfigError(
@@ -232,6 +264,29 @@ def check_run_contents(config: TrainConfig, run: RunFolder) -> None:
         if differ:
             details = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in differ)
             raise ConfigError(f"cannot resume {run.path} with a different config ({details})")
+        if identity is not None:
+            check_same_data(run, config, identity)
+
+
+def check_same_data(run: RunFolder, config: TrainConfig, identity: dict[str, Any]) -> None:
+    """The datasets a resumed run reads hold the content it started on (``data_identity`` of its
+    ``config.json``; a run folder from before that record is not checked)."""
+    recorded = read_json(run.config).get("data_identity")
+    if not isinstance(recorded, dict):
+        return
+    paths = {"dataset": [config.dataset], "pretrain_datasets": list(config.pretrain_datasets)}
+    for key, now in identity.items():
+        before = recorded.get(key)
+        before = before if isinstance(before, list) else [before]
+        for index, fingerprint in enumerate(now if isinstance(now, list) else [now]):
+            if index >= len(before) or before[index] != fingerprint:
+                old = before[index] if index < len(before) else None
+                raise ConfigError(
+                    f"cannot resume {run.path}: {paths[key][index]} is not the data the run "
+                    f"started on (content fingerprint {str(old)[:12]} recorded in {run.config} "
+                    f"(field 'data_identity.{key}'), now {fingerprint[:12]}); put that data "
+                    "back, or train on the new data in another out_dir"
+                )
 
 
 def _stored_train_config(run: RunFolder) -> dict[str, Any]:

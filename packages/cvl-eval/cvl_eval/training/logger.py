@@ -1,16 +1,26 @@
-"""`MetricsLogger`: a training run's metrics and evaluations as JSON lines, TensorBoard and
-(optionally) Weights & Biases (`cvl_eval.training.wandb_sink`)."""
+"""`MetricsLogger`: a training run's metrics and evaluations as JSON lines, TensorBoard
+(`cvl_eval.training.tb_events`, written in the caller's thread) and (optionally) Weights & Biases
+(`cvl_eval.training.wandb_sink`). Every write error names its file; log files are opened
+without following symbolic links."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from pathlib import Path
+from typing import IO, Any
 
-from cvl_data.jsonio import naming_path
+from cvl_data.jsonio import naming_path, open_no_follow
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.training.wandb_sink import WandbSink
 
 __all__ = ["MetricsLogger"]
+
+
+def _append(path: Path) -> IO[str]:
+    """``path`` opened for appending text, never through a symbolic link."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    return os.fdopen(open_no_follow(path, flags), "a", encoding="utf-8")
 
 
 class MetricsLogger:
@@ -26,14 +36,13 @@ class MetricsLogger:
     ):
         self.run = run
         self._wandb = wandb
-        self._metrics = open(run.metrics, "a")  # noqa: SIM115 - closed in close()
-        self._evals = open(run.evals, "a")  # noqa: SIM115
+        self._metrics = _append(run.metrics)  # closed in close()
+        self._evals = _append(run.evals)
         self._tb = None
         if tensorboard:
-            import tensorboard  # noqa: F401 - SummaryWriter needs it; explicit for Pants
-            from torch.utils.tensorboard import SummaryWriter
+            from cvl_eval.training.tb_events import EventFile
 
-            self._tb = SummaryWriter(str(run.tensorboard), purge_step=purge_step or None)
+            self._tb = EventFile(run.tensorboard, purge_step=purge_step or None)
 
     def log_metrics(self, record: dict[str, Any], global_step: int, phase: str) -> None:
         with naming_path(self.run.metrics):  # e.g. a full disk
@@ -57,14 +66,14 @@ class MetricsLogger:
 
     def _scalars(self, scalars: dict[str, float], global_step: int) -> None:
         if self._tb is not None:
-            for tag, value in scalars.items():
-                self._tb.add_scalar(tag, value, global_step)
+            self._tb.add_scalars(scalars, global_step)
         if self._wandb is not None:
             self._wandb.log(scalars, global_step)
 
     def flush(self) -> None:
-        self._metrics.flush()
-        self._evals.flush()
+        for path, handle in ((self.run.metrics, self._metrics), (self.run.evals, self._evals)):
+            with naming_path(path):
+                handle.flush()
         if self._tb is not None:
             self._tb.flush()
 

@@ -87,10 +87,13 @@ def train(
 def open_session(config: TrainConfig, plan: Any, run: RunFolder) -> Iterator[Session | None]:
     """Hold the run folder's lock and yield its `Session` (fresh, or restored on resume); None
     when the run is found finished once the lock is held. A run that fails to start before any
-    checkpoint leaves no folder behind to resume; the logger is closed at the end."""
+    checkpoint leaves nothing behind to resume (no folder at all when it created the folder);
+    the logger is closed at the end."""
+    created = not run.path.exists()
     run.path.mkdir(parents=True, exist_ok=True)
     with hold_run_lock(run.path):
-        check_run_contents(config, run)  # again: another process may have written it meanwhile
+        # again: another process may have written it meanwhile
+        check_run_contents(config, run, plan.data_identity)
         if config.resume and run.finished:
             yield None
             return
@@ -101,7 +104,7 @@ def open_session(config: TrainConfig, plan: Any, run: RunFolder) -> Iterator[Ses
             session = start_session(config, plan, run)
         except BaseException:
             if fresh and not run.has_checkpoints():  # nothing ran: no --resume needed
-                run.discard_unstarted()
+                run.discard_unstarted(remove_folder=created)
             raise
         try:
             yield session
@@ -253,6 +256,7 @@ def _results(session: Session, final: dict) -> dict:
         "obs_kind": "pixels" if plan.pixels else "state",
         "dataset": config.dataset,
         "pretrain_datasets": list(config.pretrain_datasets),
+        "data_identity": plan.data_identity,
         "device": str(plan.device),
         "wall_time_s": round(session.wall_time(), 3),
         "final_eval": {**result.to_dict()["summary"], **result.to_dict()},

@@ -16,7 +16,7 @@ import numpy as np
 
 from cvl_algos.pretraining import pretrained_label
 from cvl_data.jsonio import package_versions, to_json_data
-from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld
 from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.training.checks import (
@@ -26,6 +26,7 @@ from cvl_eval.training.checks import (
     check_loggers,
     check_numbers,
     check_run_folder,
+    data_identity,
     learner_overrides,
     read_dataset_spec,
     read_pretrain_specs,
@@ -58,6 +59,8 @@ class Plan:
     dataset_spec: Any
     learner_cls: type
     pretrain_specs: tuple = field(default=())
+    data_identity: dict[str, Any] = field(default_factory=dict)
+    """Content fingerprints of the datasets (`cvl_eval.training.checks.data_identity`)."""
 
     def sources(self, config: TrainConfig, learner: Any) -> dict[str, Any]:
         """Open the datasets: ``{"train": source, "pretrain": source or None}`` (the learner's
@@ -90,6 +93,7 @@ class Plan:
             "obs_kind": "pixels" if self.pixels else "state",
             "learner_overrides": self.overrides,
             "pretrain_steps": self.pretrain_steps,
+            "data_identity": self.data_identity,
             "versions": package_versions(RUN_VERSIONS),
         }
 
@@ -122,6 +126,12 @@ def validate(config: TrainConfig) -> Plan:
     ):
         label = pretrained_label(config.algorithm)
     provenance = spec.provenance.get("config", {}) if isinstance(spec.provenance, dict) else {}
+    camera = config.camera or provenance.get("camera", "corner")
+    if pixels:  # every evaluation setting is checked before the first update
+        try:
+            check_camera(task, camera)
+        except ValueError as error:
+            raise ConfigError(f"--camera: {error}") from None
     plan = Plan(
         algorithm=config.algorithm,
         label=label,
@@ -133,12 +143,13 @@ def validate(config: TrainConfig) -> Plan:
         overrides=overrides,
         pretrain_steps=pretrain_steps,
         image_size=int(spec.obs_shape[0]) if pixels else 84,
-        camera=config.camera or provenance.get("camera", "corner"),
+        camera=camera,
         dataset_spec=spec,
         learner_cls=learner_cls,
         pretrain_specs=pretrain_specs,
+        data_identity=data_identity(config),
     )
-    check_run_folder(config, RunFolder(config.out_dir))
+    check_run_folder(config, RunFolder(config.out_dir), plan.data_identity)
     return plan
 
 
