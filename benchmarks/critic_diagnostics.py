@@ -1,4 +1,4 @@
-"""Critic diagnostics of trained runs on a mixture dataset (issue 12): Spearman rho of Q with the
+"""Critic diagnostics of trained runs on a mixture dataset: Spearman rho of Q with the
 discounted return-to-go of the data, and P(Q(s, a_expert) > Q(s, a_source)) at the states of the
 own expert's successful episodes (`cvl_eval.analysis.critic_diagnostics`).
 

@@ -1,6 +1,6 @@
-"""Verified checkpoints (issue 17 item 6): corrupt, truncated or edited checkpoints give one
+"""Verified checkpoints: corrupt, truncated or edited checkpoints give one
 `CheckpointError` naming the file and what is wrong; checkpoints without checksums are refused
-unless the caller opts in, then load with a `CheckpointWarning` (issue 29 item 6); a checkpoint
+unless the caller opts in, then load with a `CheckpointWarning`; a checkpoint
 never makes the loader import code. Every case damages real checkpoint files written by a real
 learner."""
 

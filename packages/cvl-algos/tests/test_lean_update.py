@@ -1,4 +1,4 @@
-"""The lean update path (issue 13) against the reference path it replaced, within float tolerance.
+"""The lean update path against the reference path it replaced, within float tolerance.
 
 Lean path: fused Adam (`make_adam`), BC's likelihood and entropy from one policy pass, CQL's
 policy run once at s and s' and its critic once over the proposals and the dataset action,

@@ -1,4 +1,4 @@
-"""Checksums by default: a same-size bit flip is caught without asking, cheaply (issue 17 item 8).
+"""Checksums by default: a same-size bit flip is caught without asking, cheaply.
 
 The stamp (``.verified.json``) remembers which files were found correct and under which file
 identity (size, mtime, ctime, inode, device); the cheap default hashes only the files it cannot

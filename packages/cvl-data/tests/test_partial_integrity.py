@@ -1,4 +1,4 @@
-"""Issue 29, items 1, 3, 5 and 7 at the level of the data package, on real files.
+"""Data identity, .partial integrity, no followed links and read-only folders at the level of the data package, on real files.
 
 - A byte changed in a ``.partial`` dataset between two runs is refused on resume (the committed
   rows are checked against the sha256 recorded as they were written), never sealed under new

@@ -1,4 +1,4 @@
-"""Issue 17, item 7: the package's errors reach a user of ``python -m cvl_eval`` as one line
+"""The package's errors reach a user of ``python -m cvl_eval`` as one line
 ``error: <message>`` (naming the file or flag) and exit status 2, never a traceback (``--debug``
 or ``CVL_DEBUG=1`` shows it); a failed start leaves nothing that blocks the corrected command;
 resume compares paths resolved. Real datasets, real processes."""

@@ -1,4 +1,4 @@
-"""Critic diagnostics (issue 12): the return-to-go against a naive reference, Spearman rho of
+"""Critic diagnostics: the return-to-go against a naive reference, Spearman rho of
 known Q functions, the counterfactual ranking of a Q built to prefer the expert, and `diagnose`
 end to end on a tiny real mixture dataset with tiny real learners."""
 

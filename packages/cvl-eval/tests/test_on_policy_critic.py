@@ -1,4 +1,4 @@
-"""On-policy critic check (issue 12): real rollouts of a tiny real learner in Meta-World, scored
+"""On-policy critic check: real rollouts of a tiny real learner in Meta-World, scored
 by Q functions whose answers are known, and through `diagnose` end to end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 29, data side: generation, conversion, reports and sweeps, each through ``python -m
+"""Reliability, data side: generation, conversion, reports and sweeps, each through ``python -m
 cvl_eval`` in real processes on real files.
 
 - item 2: a second generation into a data root another one is writing is refused (the data

@@ -1,4 +1,4 @@
-"""Issue 29, training and evaluation side: nothing silently mixed, nothing executed from a file.
+"""Reliability, training and evaluation side: nothing silently mixed, nothing executed from a file.
 Each test runs ``python -m cvl_eval`` in a real process on real files.
 
 - item 1: a resume on a dataset replaced at the same path is refused;

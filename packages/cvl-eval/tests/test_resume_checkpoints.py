@@ -1,4 +1,4 @@
-"""Issue 17, item 4: resume never silently throws work away. A checkpoint without its
+"""Resume never silently throws work away. A checkpoint without its
 ``trainer.json``, a ``latest.json`` naming a missing folder or garbled: the run continues from
 the newest valid checkpoint and says which; with none valid (or a negative or inconsistent step
 saved) it is refused in one line naming the file, the logs untouched. Real runs, real

@@ -1,4 +1,4 @@
-"""Critic diagnostics (issue 12): does a learner's Q rank the data the way the returns do?
+"""Critic diagnostics: does a learner's Q rank the data the way the returns do?
 
 Two questions about a trained critic on a ``mixture`` dataset (`cvl_eval.datagen.behaviours`:
 ``Dataset.episode_info`` labels every episode with its behaviour source, return and success):

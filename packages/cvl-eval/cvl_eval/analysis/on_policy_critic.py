@@ -1,4 +1,4 @@
-"""On-policy critic check (issue 12): where the learner's own policy goes, does it act as its
+"""On-policy critic check: where the learner's own policy goes, does it act as its
 critic would?
 
 `critic_diagnostics` asks whether a critic ranks the data's behaviours correctly at the data's
