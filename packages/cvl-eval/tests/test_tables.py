@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -118,7 +120,16 @@ def test_learning_curve_png_and_final_returns(tmp_path):
     records = pd.DataFrame(_curve_records())
     path = plot_learning_curves(records, tmp_path / "curves.png", ncols=2)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert (tmp_path / "curves.json").exists()
+    assert {row["value"] for row in json.loads((tmp_path / "curves.json").read_text())} == {
+        "return"
+    }
+    with_success = records.assign(success=(records["return"] > 600).astype(float))
+    plot_learning_curves(with_success, tmp_path / "both.png", ncols=2)
+    numbers = json.loads((tmp_path / "both.json").read_text())
+    success = [r for r in numbers if r["value"] == "success"]
+    expected = curve_stats(with_success, value="success")
+    assert len(success) == len(expected) > 0
+    assert [r["mean"] for r in success] == pytest.approx(list(expected["mean"]))
     finals = final_returns(records)
     assert finals["BC"]["reach-v3"] == [500.0, 501.0, 502.0]
     assert finals["CVL"]["push-v3"] == [1000.0, 1001.0, 802.0]

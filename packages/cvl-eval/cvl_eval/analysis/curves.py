@@ -1,7 +1,9 @@
-"""Learning curves: evaluation return vs gradient steps, mean +- std over seeds, as PNG.
+"""Learning curves: evaluation return (and success rate) vs gradient steps, mean +- std over
+seeds, as PNG.
 
 Input is long records, one per evaluation: ``{"algorithm", "task", "seed", "step", "return"}``
-(what a training loop logs), as a list of dicts or a pandas DataFrame. Per (task, algorithm)
+and optionally ``"success"`` (what a training loop logs), as a list of dicts or a pandas
+DataFrame; with ``success`` each task gets a success-rate panel under its return panel. Per (task, algorithm)
 the curve is averaged over seeds at the steps every seed has evaluated, so a seed that stopped
 early does not silently bias the mean.
 """
@@ -34,15 +36,20 @@ def as_frame(records: pd.DataFrame | Iterable[Mapping]) -> pd.DataFrame:
     return frame
 
 
-def curve_stats(records: pd.DataFrame | Iterable[Mapping], ddof: int = 0) -> pd.DataFrame:
-    """Mean and std over seeds per (task, algorithm, step), at steps all seeds evaluated.
+def curve_stats(
+    records: pd.DataFrame | Iterable[Mapping], ddof: int = 0, value: str = "return"
+) -> pd.DataFrame:
+    """Mean and std of ``value`` over seeds per (task, algorithm, step), at steps all seeds
+    evaluated.
 
     Returns:
         DataFrame with columns task, algorithm, step, mean, std, seeds (sorted).
     """
     frame = as_frame(records)
+    if value not in frame.columns:
+        raise ValueError(f"learning-curve records lack the column {value!r}")
     seeds = frame.groupby(["task", "algorithm"])["seed"].nunique().rename("all_seeds")
-    grouped = frame.groupby(["task", "algorithm", "step"])["return"]
+    grouped = frame.groupby(["task", "algorithm", "step"])[value]
     stats = pd.DataFrame(
         {
             "mean": grouped.mean(),
@@ -55,6 +62,10 @@ def curve_stats(records: pd.DataFrame | Iterable[Mapping], ddof: int = 0) -> pd.
     return stats.sort_values(["task", "algorithm", "step"]).reset_index(drop=True)
 
 
+PANELS = {"return": "Episode return", "success": "Success rate"}
+"""The values a learning-curve figure plots, with their axis labels."""
+
+
 def plot_learning_curves(
     records: pd.DataFrame | Iterable[Mapping],
     path: str | Path,
@@ -62,49 +73,66 @@ def plot_learning_curves(
     tasks: Sequence[str] | None = None,
     ncols: int = 5,
     xlabel: str = "Gradient steps",
-    ylabel: str = "Episode return",
     ddof: int = 0,
 ) -> Path:
-    """One panel per task, one line per algorithm (mean over seeds) with a +-std band.
+    """One panel per task, one line per algorithm (mean over seeds) with a +-std band; records
+    with ``success`` add a success-rate panel under each task's return panel.
 
-    Also writes the plotted numbers next to the PNG as ``<path>.json``.
+    Also writes the plotted numbers next to the PNG as ``<path>.json`` (``value`` says which).
     """
     use_agg()
-    stats = curve_stats(records, ddof=ddof)
-    algorithms = list(algorithms or sorted(stats["algorithm"].unique()))
-    tasks = list(tasks or sorted(stats["task"].unique()))
+    frame = as_frame(records)
+    values = [v for v in PANELS if v in frame.columns]
+    stats = {v: curve_stats(frame, ddof=ddof, value=v) for v in values}
+    algorithms = list(algorithms or sorted(stats["return"]["algorithm"].unique()))
+    tasks = list(tasks or sorted(stats["return"]["task"].unique()))
     colors = algorithm_colors(algorithms)
     ncols = max(1, min(ncols, len(tasks)))
-    nrows = math.ceil(len(tasks) / ncols)
+    nrows = math.ceil(len(tasks) / ncols) * len(values)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(3.4 * ncols, 2.7 * nrows + 0.5), squeeze=False, sharex=True
     )
-    for ax, task in zip(axes.flat, tasks, strict=False):
-        for algo in algorithms:
-            curve = stats[(stats["task"] == task) & (stats["algorithm"] == algo)]
-            if curve.empty:
-                continue
-            x, mean, std = curve["step"].to_numpy(), curve["mean"].to_numpy(), curve["std"]
-            ax.plot(x, mean, color=colors[algo], lw=1.8)
-            ax.fill_between(
-                x, mean - std.to_numpy(), mean + std.to_numpy(), color=colors[algo], alpha=0.2, lw=0
-            )
-        ax.set_title(task.removesuffix("-v3"), fontsize="medium")
-        ax.grid(alpha=0.3)
-        ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
-    for ax in axes.flat[len(tasks) :]:
-        ax.set_visible(False)
+    for index, task in enumerate(tasks):
+        row, col = divmod(index, ncols)
+        for offset, value in enumerate(values):
+            ax = axes[row * len(values) + offset, col]
+            _plot_panel(ax, stats[value], task, algorithms, colors)
+            ax.set_ylabel(PANELS[value])
+            if value == "success":
+                ax.set_ylim(-0.05, 1.05)
+    for index in range(len(tasks), axes.shape[1] * nrows // len(values)):
+        row, col = divmod(index, ncols)
+        for offset in range(len(values)):
+            axes[row * len(values) + offset, col].set_visible(False)
     for ax in axes[-1]:
         ax.set_xlabel(xlabel)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(ylabel)
     handles = [Line2D([0], [0], color=colors[a], lw=2.5, label=a) for a in algorithms]
     fig.legend(handles=handles, loc="upper center", ncol=len(algorithms), frameon=False)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.7 * nrows + 0.5)))
     path = save_figure(fig, path, tight=False)
-    numbers = stats[stats["task"].isin(tasks) & stats["algorithm"].isin(algorithms)]
-    path.with_suffix(".json").write_text(json.dumps(numbers.to_dict(orient="records"), indent=1))
+    numbers = [
+        {"value": value, **row}
+        for value, table in stats.items()
+        for row in table[table["task"].isin(tasks) & table["algorithm"].isin(algorithms)].to_dict(
+            orient="records"
+        )
+    ]
+    path.with_suffix(".json").write_text(json.dumps(numbers, indent=1))
     return path
+
+
+def _plot_panel(ax, stats: pd.DataFrame, task: str, algorithms, colors) -> None:
+    """One task's curves of one value: mean line and +-std band per algorithm."""
+    for algo in algorithms:
+        curve = stats[(stats["task"] == task) & (stats["algorithm"] == algo)]
+        if curve.empty:
+            continue
+        x, mean, std = curve["step"].to_numpy(), curve["mean"].to_numpy(), curve["std"].to_numpy()
+        ax.plot(x, mean, color=colors[algo], lw=1.8)
+        ax.fill_between(x, mean - std, mean + std, color=colors[algo], alpha=0.2, lw=0)
+    ax.set_title(task.removesuffix("-v3"), fontsize="medium")
+    ax.grid(alpha=0.3)
+    ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
 
 
 def final_returns(records: pd.DataFrame | Iterable[Mapping]) -> dict[str, dict[str, list[float]]]:

@@ -203,6 +203,7 @@ def curve_records(runs: list[RunRecord], algorithms: Sequence[str]) -> list[dict
             "seed": r.seed,
             "step": e["step"],
             "return": e["return"],
+            "success": e["success"],
         }
         for r in runs
         if r.label in algorithms
