@@ -26,3 +26,23 @@ def data_root(tmp_path_factory):
         config = ScriptedConfig(task, num_episodes=2, noise_sigma=0.3, max_steps=20)
         generate_scripted(root / f"{task}-v3", config, progress=False, durable=False)
     return root
+
+
+class Crash(Exception):
+    """Stands in for a killed process (`crash_at`)."""
+
+
+@pytest.fixture
+def crash_at():
+    """``crash_at(e)``: an ``on_episode`` hook of the dataset generators that raises `Crash` once
+    episode ``e`` is committed; ``crash_at.error`` is the exception type to expect."""
+
+    def hook(episode):
+        def on_episode(e, _):
+            if e == episode:
+                raise Crash(e)
+
+        return on_episode
+
+    hook.error = Crash
+    return hook

@@ -24,25 +24,13 @@ STITCH = BehaviourDataConfig(
 )
 
 
-class Crash(Exception):
-    """Stands in for a killed process."""
-
-
-def _crash_at(episode):
-    def on_episode(e, _):
-        if e == episode:
-            raise Crash(e)
-
-    return on_episode
-
-
 @pytest.mark.parametrize("config", [NOISY, STITCH], ids=["noisy", "stitch"])
-def test_a_kind_resumes_after_an_interruption_to_identical_arrays(tmp_path, config):
+def test_a_kind_resumes_after_an_interruption_to_identical_arrays(tmp_path, config, crash_at):
     whole = generate_behaviour_dataset(tmp_path / "whole", config, progress=False, durable=False)
     assert (whole.num_episodes, whole.resumed_from) == (4, 0)
     out = tmp_path / "resumed"
-    with pytest.raises(Crash):  # killed after 2 of 4 episodes were committed
-        generate_behaviour_dataset(out, config, progress=False, on_episode=_crash_at(1))
+    with pytest.raises(crash_at.error):  # killed after 2 of 4 episodes were committed
+        generate_behaviour_dataset(out, config, progress=False, on_episode=crash_at(1))
     assert generate_behaviour_dataset(out, config, progress=False).resumed_from == 2
     data, again = open_dataset(tmp_path / "whole"), open_dataset(out)
     for field in ("observations", "actions", "rewards", "episode_offsets"):
@@ -132,3 +120,26 @@ def test_switch_text_round_trips():
         assert parse_switch(text).label() == text
     with pytest.raises(ValueError, match="condition 'far'"):
         parse_switch("far")
+
+
+def test_hard_preset_resolves_to_a_kind_per_task(tmp_path):
+    from cvl_eval.pipelines.paper import generate_configs
+    from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig, resolve
+
+    config = PaperConfig(experiment="hard", out_dir=str(tmp_path))
+    plan = resolve(config)
+    budget = plan["budget"]
+    assert len(budget.tasks) >= 4 and budget.seeds == (0, 1, 2)
+    assert PRESETS["hard"].algorithms == PRESETS["mixed"].algorithms
+    assert (budget.hidden, budget.batch_size, budget.steps) == ((128, 128), 256, 5_000)
+    assert [budget.kind_of(t) for t in budget.tasks] == ["stitch", "stitch", "noisy", "noisy"]
+    configs = {c.kind: c.tasks for c in generate_configs(plan, config)}
+    assert configs == {
+        "stitch": ("drawer-open-v3", "door-open-v3"),
+        "noisy": ("faucet-open-v3", "reach-v3"),
+    }
+    assert {c.out_dir for c in generate_configs(plan, config)} == {str(tmp_path / "data")}
+    one = resolve(PaperConfig(experiment="hard", data_kind="mixture"))["budget"]
+    assert {one.kind_of(t) for t in one.tasks} == {"mixture"}  # an explicit kind wins
+    full = resolve(PaperConfig(experiment="hard", full=True))["budget"]
+    assert full.kind_of("reach") == "noisy" and len(full.seeds) == 5
