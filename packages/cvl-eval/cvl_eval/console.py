@@ -63,16 +63,20 @@ def generate(argv: Argv = None) -> int:
     """`cvl-generate --tasks drawer-open reach --out-dir data`: datasets.
 
     Kinds (`--kind`): `scripted` (Meta-World's scripted expert with Gaussian noise and
-    epsilon-random actions; quick), `mixture` (whole episodes from several behaviours: the task's
-    noisy expert, other tasks' experts in this task's environment, random actions, saved
+    epsilon-random actions; quick), `mixture` (whole episodes from several behaviours: the
+    task's noisy expert, other tasks' experts in this task's environment, random actions, saved
     checkpoints; `--sources 'expert,weight=0.25' 'expert:drawer-close,weight=0.5'
     'random,weight=0.25'`, default the task's mixture of the mixed-quality suite; the per-source
     return and success are printed and kept in `generation.json`), `curriculum` (a replay-like
-    buffer: the task's expert with noise and epsilon annealed from `--curriculum-sigma 1.0 0.3` /
-    `--curriculum-epsilon 1.0 0.1`, random to expert, across the episodes) and `sac` (the paper's
-    protocol: SAC trained online for `--frames` steps, its whole replay buffer is the dataset;
-    Meta-World tasks and MountainCarContinuous-v0). `--pixels` also writes 84x84 frames (same
-    episodes) to `<out-dir>/pixels/<task>`. Datasets land in `<out-dir>/<task>` (the
+    buffer: the task's expert with noise and epsilon annealed from `--curriculum-sigma 1.0 0.3`
+    / `--curriculum-epsilon 1.0 0.1`, random to expert, across the episodes), `noisy` (OGBench's
+    noisy expert: per episode a noise std drawn from U(0, `--sigma-max`), and uniform-random
+    actions with probability `--random-fraction`), `stitch` (no episode solves the task: the
+    expert's approach then wrong behaviour, and the expert recorded from mid-task on; sources
+    with `switch=COND>...` / `start=COND`, default `cvl_eval.datagen.hard_suite`) and `sac` (the
+    paper's protocol: SAC trained online for `--frames` steps, its whole replay buffer is the
+    dataset; Meta-World tasks and MountainCarContinuous-v0). `--pixels` also writes 84x84 frames
+    (same episodes) to `<out-dir>/pixels/<task>`. Datasets land in `<out-dir>/<task>` (the
     `--data-root` of sweeps); an interrupted generation resumes when the command is run again
     with the same flags (other flags are refused: choose another `--out-dir`).
     """
@@ -178,10 +182,12 @@ def paper(argv: Argv = None) -> int:
     `metaworld-pixels` (BC, CQL, CVL on four tasks from 84x84 images), `pretraining` (CVL
     pretrained on related tasks' reward-free data vs tabula rasa, learning curves),
     `rff-ablation` (CVL with vs without random Fourier features), `mountain-car` (Q_NCE vs SAC's
-    Q heatmaps), `mixed` (every method on mixed-quality data). Each runs data generation, a sweep
-    and the report in `experiments_out/<experiment>` and resumes when re-run. The default budget
-    is a CPU-sized subset; `--full` is the paper's (all tasks, 5 seeds, SAC 500k-frame datasets,
-    100k steps). Presets and budgets: `cvl_eval.pipelines.paper_presets.PRESETS`.
+    Q heatmaps), `mixed` (every method on mixed-quality data), `hard` (every method on data
+    where return filtering is not enough: stitch and noisy-expert datasets). Each runs data
+    generation, a sweep and the report in `experiments_out/<experiment>` and resumes when
+    re-run. The default budget is a CPU-sized subset; `--full` is the paper's (all tasks, 5
+    seeds, SAC 500k-frame datasets, 100k steps). Presets and budgets:
+    `cvl_eval.pipelines.paper_presets.PRESETS`.
     """
     from cvl_eval.pipelines.paper import run_paper_experiment
 

@@ -51,3 +51,23 @@ def one_error_line(done, *fragments):
     for fragment in fragments:
         assert fragment in errors[0], (fragment, errors[0])
     return errors[0]
+
+
+class Crash(Exception):
+    """Stands in for a killed process (`crash_at`)."""
+
+
+@pytest.fixture
+def crash_at():
+    """``crash_at(e)``: an ``on_episode`` hook of the dataset generators that raises `Crash` once
+    episode ``e`` is committed; ``crash_at.error`` is the exception type to expect."""
+
+    def hook(episode):
+        def on_episode(e, _):
+            if e == episode:
+                raise Crash(e)
+
+        return on_episode
+
+    hook.error = Crash
+    return hook

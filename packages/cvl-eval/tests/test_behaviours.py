@@ -24,19 +24,7 @@ CONFIG = BehaviourDataConfig(
 )
 
 
-class Crash(Exception):
-    """Stands in for a killed process."""
-
-
-def _crash_at(episode):
-    def on_episode(e, _):
-        if e == episode:
-            raise Crash(e)
-
-    return on_episode
-
-
-def test_mixture_labels_every_episode_and_resumes_exactly(tmp_path):
+def test_mixture_labels_every_episode_and_resumes_exactly(tmp_path, crash_at):
     whole = generate_behaviour_dataset(tmp_path / "whole", CONFIG, progress=False, durable=False)
     assert (whole.num_episodes, whole.num_steps, whole.resumed_from) == (4, 40, 0)
     data = open_dataset(tmp_path / "whole")
@@ -45,8 +33,8 @@ def test_mixture_labels_every_episode_and_resumes_exactly(tmp_path):
     assert [info["return"] for info in data.episode_info] == pytest.approx(list(whole.returns))
 
     out = tmp_path / "resumed"
-    with pytest.raises(Crash):  # killed after 2 of 4 episodes were committed
-        generate_behaviour_dataset(out, CONFIG, progress=False, on_episode=_crash_at(1))
+    with pytest.raises(crash_at.error):  # killed after 2 of 4 episodes were committed
+        generate_behaviour_dataset(out, CONFIG, progress=False, on_episode=crash_at(1))
     resumed = generate_behaviour_dataset(out, CONFIG, progress=False)
     assert resumed.resumed_from == 2
     again = open_dataset(out)

@@ -124,13 +124,13 @@ def test_mountain_car_preset_sac_data_reaches_the_goal(tmp_path):
     """The preset's data generation applies Mountain Car's defaults (held warm-up actions): its
     SAC data reaches the goal (i.i.d. warm-up actions reached it in 0 of 40 episodes)."""
     from cvl_eval.datagen.dispatch import generate_datasets
-    from cvl_eval.pipelines.paper import generate_config
+    from cvl_eval.pipelines.paper import generate_configs
     from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
 
     config = PaperConfig(
         "mountain_car", out_dir=str(tmp_path), frames=PRESET_TEST_FRAMES, progress=False
     )
-    generation = generate_datasets(generate_config(resolve(config), config))[MOUNTAIN_CAR]
+    generation = generate_datasets(generate_configs(resolve(config), config)[0])[MOUNTAIN_CAR]
     assert generation["transitions"] == PRESET_TEST_FRAMES
     assert generation["success_rate"] > 0.5
     data = open_dataset(generation["paths"][0])

@@ -1,16 +1,22 @@
-"""Datasets that mix good and bad behaviour: the ``mixture`` and ``curriculum`` kinds.
+"""Datasets of good and bad behaviour: the ``mixture``, ``curriculum``, ``noisy`` and ``stitch``
+kinds.
 
 Noisy-expert data is behaviour cloning's best case (zero-mean noise leaves the expert as BC's
 mean). Offline RL earns its keep on data that mixes behaviour that solves the task with
-behaviour that does not (DESIGN.md sec. 2, "Data where offline RL matters"). Two kinds:
+behaviour that does not (DESIGN.md sec. 2, "Data where offline RL matters"). Four kinds:
 
 - ``mixture``: whole episodes from named behaviour sources in given proportions, e.g. 25% the
   task's scripted expert with noise, 35% the scripted expert of *another* Meta-World task run in
   this task's environment (structured, wrong behaviour that still earns shaped reward), 20%
-  another one, 20% uniform random. Sources are parsed by `parse_source`.
+  another one, 20% uniform random. Sources are parsed by `parse_source`
+  (`cvl_eval.datagen.sources`).
 - ``curriculum``: a replay-like buffer: episode ``e`` of ``N`` acts as the task's expert with
   noise std and epsilon interpolated linearly from ``*_start`` (random) to ``*_end`` (expert)
   as ``e / (N - 1)`` goes from 0 to 1, as a learning agent's replay buffer fills.
+- ``noisy``: OGBench's noisy expert (`noisy_plan`): a per-episode noise level.
+- ``stitch``: a mixture whose sources change behaviour mid-episode or are recorded from
+  mid-task on (``switch``/``start``, `cvl_eval.datagen.phases`), so that no episode solves the
+  task while the episodes together cover it (default sources: `cvl_eval.datagen.hard_suite`).
 
 Each episode is a pure function of the config and its index (behaviour, reset seed, noise
 stream), so an interrupted generation resumes to the identical dataset. Every episode's
@@ -29,91 +35,26 @@ import numpy as np
 
 from cvl_data.jsonio import package_versions, to_json_data
 from cvl_eval.datagen.episodes import EpisodeEnvOptions
+from cvl_eval.datagen.phases import switching_actor
+from cvl_eval.datagen.sources import (
+    SOURCE_GRAMMAR,
+    Behaviour,
+    MixtureSource,
+    behaviour_json,
+    parse_source,
+)
 from cvl_eval.envs.make import canonical_name, is_metaworld
 
-SourceKind = Literal["expert", "random", "checkpoint"]
-
-
-@dataclass(frozen=True)
-class Behaviour:
-    """One behaviour that acts in the environment.
-
-    Attributes:
-        kind: ``expert`` (a Meta-World scripted expert), ``random`` (uniform actions) or
-            ``checkpoint`` (a saved learner's deterministic policy).
-        task: expert: whose scripted expert (None: the dataset's own task).
-        checkpoint: checkpoint: the folder ``learner.save`` wrote.
-        noise_sigma: std of Gaussian noise added to the action (expert, checkpoint).
-        epsilon: probability of a uniform-random action at each step (expert, checkpoint).
-    """
-
-    kind: SourceKind
-    task: str | None = None
-    checkpoint: str | None = None
-    noise_sigma: float = 0.0
-    epsilon: float = 0.0
-
-    def label(self, own_task: str) -> str:
-        """Short name used in reports: ``expert``, ``expert:drawer-close``, ``random``, ..."""
-        if self.kind == "expert":
-            task = canonical_name(self.task or own_task)
-            return "expert" if task == canonical_name(own_task) else f"expert:{task[:-3]}"
-        if self.kind == "checkpoint":
-            return f"checkpoint:{self.checkpoint}"
-        return "random"
-
-
-@dataclass(frozen=True)
-class MixtureSource:
-    """A behaviour and its share of the episodes."""
-
-    behaviour: Behaviour
-    weight: float
-
-
-SOURCE_GRAMMAR = (
-    "KIND[:ARG][,sigma=S][,eps=E][,weight=W] with KIND expert (ARG: another task's expert, "
-    "default the dataset's task), random, or checkpoint (ARG: checkpoint folder); "
-    "e.g. 'expert,weight=0.25', 'expert:drawer-close,sigma=0.3,weight=0.5', 'random,weight=0.25'"
-)
-
-
-def parse_source(text: str, default_sigma: float = 0.3) -> MixtureSource:
-    """Parse one mixture source (see `SOURCE_GRAMMAR`); raises ``ValueError`` naming the text.
-
-    Experts and checkpoints get ``sigma=default_sigma`` unless given; ``weight`` defaults to 1.
-    """
-    head, *options = (part.strip() for part in text.split(","))
-    kind, _, arg = head.partition(":")
-    if kind not in ("expert", "random", "checkpoint"):
-        raise ValueError(f"source {text!r}: unknown kind {kind!r}; grammar: {SOURCE_GRAMMAR}")
-    values = {"sigma": default_sigma if kind != "random" else 0.0, "eps": 0.0, "weight": 1.0}
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or key not in values:
-            raise ValueError(f"source {text!r}: bad option {option!r}; grammar: {SOURCE_GRAMMAR}")
-        try:
-            values[key] = float(value)
-        except ValueError:
-            raise ValueError(f"source {text!r}: {key}={value!r} is not a number") from None
-    if kind == "checkpoint" and not arg:
-        raise ValueError(f"source {text!r}: a checkpoint source needs its folder (checkpoint:DIR)")
-    if kind == "random" and arg:
-        raise ValueError(f"source {text!r}: random takes no argument")
-    if values["weight"] <= 0 or values["sigma"] < 0 or not 0.0 <= values["eps"] <= 1.0:
-        raise ValueError(f"source {text!r}: need weight > 0, sigma >= 0 and 0 <= eps <= 1")
-    if kind == "expert" and arg:
-        arg = canonical_name(arg)
-        if not is_metaworld(arg):
-            raise ValueError(f"source {text!r}: scripted experts exist for Meta-World tasks only")
-    behaviour = Behaviour(
-        kind=kind,  # type: ignore[arg-type]
-        task=(arg or None) if kind == "expert" else None,
-        checkpoint=arg if kind == "checkpoint" else None,
-        noise_sigma=values["sigma"],
-        epsilon=values["eps"],
-    )
-    return MixtureSource(behaviour, values["weight"])
+__all__ = [
+    "SOURCE_GRAMMAR",
+    "Behaviour",
+    "BehaviourDataConfig",
+    "MixtureSource",
+    "format_source_table",
+    "generate_behaviour_dataset",
+    "parse_source",
+    "source_table",
+]
 
 
 def episode_counts(weights: Sequence[float], num_episodes: int) -> list[int]:
@@ -157,6 +98,28 @@ def curriculum_plan(
     return plan
 
 
+def noisy_plan(
+    num_episodes: int, sigma_max: float, random_fraction: float, seed: int
+) -> list[Behaviour]:
+    """OGBench's noisy expert: episode ``e`` is the task's expert with Gaussian action noise of
+    std ``xi_e ~ U(0, sigma_max)`` per dimension and a uniform-random action with probability
+    ``random_fraction`` at each step; ``xi_e`` is drawn from its own seeded stream, so each
+    episode's behaviour is a pure function of ``(seed, e)``."""
+    plan = []
+    for e in range(num_episodes):
+        xi = float(np.random.default_rng([seed, 0x0915E, e]).uniform(0.0, sigma_max))
+        plan.append(Behaviour(kind="expert", noise_sigma=xi, epsilon=random_fraction))
+    return plan
+
+
+def noise_label(behaviour: Behaviour, sigma_max: float, bins: int = 4) -> str:
+    """A noisy-kind episode's source label: its noise std's bin, e.g. ``expert,sigma 0.25-0.5``
+    (`source_table` then reports return and success per noise level)."""
+    index = min(int(bins * behaviour.noise_sigma / sigma_max), bins - 1)
+    low, high = sigma_max * index / bins, sigma_max * (index + 1) / bins
+    return f"expert,sigma {low:.2g}-{high:.2g}"
+
+
 class Actors:
     """Builds ``act(state)`` for a behaviour; scripted experts and checkpoints load once."""
 
@@ -180,7 +143,15 @@ class Actors:
         return self._policies[key]
 
     def actor(self, behaviour: Behaviour, rng: np.random.Generator, action_dim: int):
-        """``act(state) -> action`` of ``behaviour`` drawing its noise from ``rng``."""
+        """``act(state) -> action`` of ``behaviour`` drawing its noise from ``rng`` (a fresh one
+        per episode: a switching behaviour counts its steps)."""
+        act = self._phase(behaviour, rng, action_dim)
+        if behaviour.then is None:
+            return act
+        then = self._phase(behaviour.then, rng, action_dim)
+        return switching_actor(act, then, behaviour.switch)
+
+    def _phase(self, behaviour: Behaviour, rng: np.random.Generator, action_dim: int):
         from cvl_eval.datagen.scripted import noisy_expert
 
         if behaviour.kind == "random":
@@ -193,57 +164,84 @@ class Actors:
         return noisy_expert(policy, behaviour.noise_sigma, behaviour.epsilon, rng)
 
 
-def behaviour_json(behaviour: Behaviour) -> dict:
-    """A behaviour as JSON data (drops empty fields)."""
-    return {k: v for k, v in to_json_data(behaviour).items() if v is not None}
-
-
 DEFAULT_SOURCES = ("expert,weight=1",)
+
+
+METAWORLD_EPISODE_STEPS = 500
+"""Meta-World's own episode length (``max_path_length``)."""
 
 
 @dataclass(frozen=True)
 class BehaviourDataConfig(EpisodeEnvOptions):
-    """A ``mixture`` or ``curriculum`` dataset of one Meta-World task (and, keyword-only, its
-    env: `EpisodeEnvOptions`)."""
+    """A ``mixture``, ``curriculum``, ``noisy`` or ``stitch`` dataset of one Meta-World task (and,
+    keyword-only, its env: `EpisodeEnvOptions`)."""
 
     task: str
     """Meta-World task (with or without ``-v3``): the environment every behaviour acts in."""
-    kind: Literal["mixture", "curriculum"] = "mixture"
-    """``mixture`` (episodes from ``sources``) or ``curriculum`` (annealed noisy expert)."""
+    kind: Literal["mixture", "curriculum", "noisy", "stitch"] = "mixture"
+    """``mixture`` / ``stitch`` (episodes from ``sources``), ``curriculum`` (annealed noisy
+    expert) or ``noisy`` (expert with a per-episode noise level, `noisy_plan`)."""
     num_episodes: int = 100
     """Episodes in the finished dataset."""
     sources: tuple[str, ...] = DEFAULT_SOURCES
-    """mixture: behaviour sources with weights (`SOURCE_GRAMMAR`)."""
+    """mixture, stitch: behaviour sources with weights (`SOURCE_GRAMMAR`)."""
     sigma: tuple[float, float] = (1.0, 0.3)
     """curriculum: expert action-noise std at the first and the last episode."""
     epsilon: tuple[float, float] = (1.0, 0.1)
     """curriculum: random-action probability at the first and the last episode."""
+    sigma_max: float = 1.0
+    """noisy: each episode's action-noise std is drawn from U(0, sigma_max)."""
+    random_fraction: float = 0.1
+    """noisy: probability of a uniform-random action at each step."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task", canonical_name(self.task))
         if not is_metaworld(self.task):
             raise ValueError(f"behaviour datasets exist for Meta-World tasks only, not {self.task}")
-        if self.kind not in ("mixture", "curriculum"):
-            raise ValueError(f"kind must be 'mixture' or 'curriculum', got {self.kind!r}")
+        if self.kind not in ("mixture", "curriculum", "noisy", "stitch"):
+            raise ValueError(f"unknown behaviour dataset kind {self.kind!r}")
         if self.num_episodes < 1:
             raise ValueError(f"num_episodes must be >= 1, got {self.num_episodes}")
-        if self.kind == "mixture":
+        if self.kind in ("mixture", "stitch"):
             if not self.sources:
-                raise ValueError("a mixture needs at least one source")
-            [parse_source(s) for s in self.sources]  # raises on a bad one
+                raise ValueError(f"a {self.kind} needs at least one source")
+            self._check_starts()
         for name in ("sigma", "epsilon"):
             pair = getattr(self, name)
             if len(pair) != 2 or min(pair) < 0:
                 raise ValueError(f"{name} must be (start, end) with both >= 0, got {pair}")
         if max(self.epsilon) > 1:
             raise ValueError(f"epsilon values must lie in [0, 1], got {self.epsilon}")
+        if not self.sigma_max > 0:
+            raise ValueError(f"sigma_max must be > 0, got {self.sigma_max}")
+        if not 0.0 <= self.random_fraction <= 1.0:
+            raise ValueError(f"random_fraction must lie in [0, 1], got {self.random_fraction}")
+
+    def _check_starts(self) -> None:
+        """Every source parses, and a recording start leaves steps to record."""
+        limit = min(self.max_steps or METAWORLD_EPISODE_STEPS, METAWORLD_EPISODE_STEPS)
+        for text in self.sources:
+            start = parse_source(text).behaviour.start  # raises on a bad source
+            if start is not None and start.steps >= limit:
+                raise ValueError(
+                    f"source {text!r}: its recording start's step limit {start.steps} leaves "
+                    f"nothing of a {limit}-step episode; lower it"
+                )
 
     def plan(self) -> list[Behaviour]:
         """The behaviour of every episode, in order (a pure function of the config)."""
         if self.kind == "curriculum":
             return curriculum_plan(self.num_episodes, self.sigma, self.epsilon)
+        if self.kind == "noisy":
+            return noisy_plan(self.num_episodes, self.sigma_max, self.random_fraction, self.seed)
         sources = [parse_source(s) for s in self.sources]
         return mixture_plan(sources, self.num_episodes, self.seed)
+
+    def source_label(self, behaviour: Behaviour) -> str:
+        """The label of an episode of ``behaviour`` in `source_table` (noisy: its noise bin)."""
+        if self.kind == "noisy":
+            return noise_label(behaviour, self.sigma_max)
+        return behaviour.label(self.task)
 
 
 def source_table(dataset) -> dict[str, dict[str, float]]:
@@ -298,7 +296,7 @@ def generate_behaviour_dataset(
     durable: bool = True,
     on_episode=None,
 ):
-    """Write (or resume, or just report) a mixture/curriculum dataset at ``path``; ``on_episode``
+    """Write (or resume, or just report) a behaviour dataset at ``path`` (any kind); ``on_episode``
     as in `cvl_eval.datagen.scripted.generate_scripted`.
 
     Returns a `cvl_eval.datagen.episodes.GenerationReport` of this call; per-source statistics of the
@@ -311,7 +309,7 @@ def generate_behaviour_dataset(
 
     def info(e: int, episode) -> dict:
         return {
-            "source": plan[e].label(config.task),
+            "source": config.source_label(plan[e]),
             "behaviour": behaviour_json(plan[e]),
             "return": episode.episode_return,
             "success": episode.success,
@@ -320,6 +318,10 @@ def generate_behaviour_dataset(
     def actor(e: int, rng: np.random.Generator, action_dim: int):
         return actors.actor(plan[e], rng, action_dim)
 
+    def start(e: int):
+        return None if plan[e].start is None else plan[e].start.holds
+
     desc = f"{config.kind} {config.task}"
-    generation = EpisodeGeneration(config, partial(_provenance, config), actor, info, desc)
+    provenance = partial(_provenance, config)
+    generation = EpisodeGeneration(config, provenance, actor, info, desc, start)
     return generate_episodes(path, pixel_path, generation, progress, durable, on_episode)

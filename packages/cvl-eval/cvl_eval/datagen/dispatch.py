@@ -17,6 +17,13 @@ episodes). Kinds:
   (`cvl_eval.datagen.behaviours`). The log holds each source's episodes, return and success.
 - ``curriculum``: a replay-like buffer; the task's expert with noise std and epsilon annealed
   from ``curriculum_sigma[0]`` / ``curriculum_epsilon[0]`` (random-like) to ``[1]`` (expert).
+- ``noisy``: OGBench's noisy expert: per episode a noise level ``xi ~ U(0, sigma_max)``, Gaussian
+  action noise of std ``xi`` per dimension, and uniform-random actions with probability
+  ``random_fraction`` per step (`cvl_eval.datagen.behaviours.noisy_plan`); the log holds return
+  and success per quarter of the noise range.
+- ``stitch``: a mixture whose episodes cover the task's parts separately and none solves it
+  (``sources``; default `cvl_eval.datagen.hard_suite.stitch_sources`: the expert's approach then
+  wrong behaviour, and the expert recorded from mid-task on).
 
 Every generation resumes where an interrupted one stopped; finished datasets are skipped. A
 generation holds its data root's lock (``<out_dir>/generate.lock``, `cvl_eval.runs.lock`) from
@@ -41,9 +48,12 @@ from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld
 from cvl_eval.errors import ConfigError, check_ranges
 from cvl_eval.runs.lock import hold_lock
 
-KINDS = ("scripted", "sac", "mixture", "curriculum")
+KINDS = ("scripted", "sac", "mixture", "curriculum", "noisy", "stitch")
 LOCK_FILE = "generate.lock"
 """A data root's lock file: one generation writes into a data root at a time."""
+
+BEHAVIOUR_KINDS = ("mixture", "curriculum", "noisy", "stitch")
+"""Kinds written by `cvl_eval.datagen.behaviours.generate_behaviour_dataset`."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,11 @@ class GenerateConfig:
     """Tasks: Meta-World names (with or without ``-v3``); ``MountainCarContinuous-v0`` (sac)."""
     out_dir: str = "data"
     """Data root: ``<out_dir>/<task>`` (and ``<out_dir>/pixels/<task>`` with ``pixels``)."""
-    kind: Literal["scripted", "sac", "mixture", "curriculum"] = "scripted"
+    kind: Literal["scripted", "sac", "mixture", "curriculum", "noisy", "stitch"] = "scripted"
     """``scripted`` (noisy scripted expert), ``sac`` (the paper's SAC replay buffer), ``mixture``
-    (episodes of several behaviours, good and bad) or ``curriculum`` (annealed noisy expert)."""
+    (episodes of several behaviours, good and bad), ``curriculum`` (annealed noisy expert),
+    ``noisy`` (expert with a per-episode noise level) or ``stitch`` (the task's parts in separate
+    episodes, none solving it)."""
     pixels: bool = False
     """Also write a pixel dataset (Meta-World; same episodes, rendered frames)."""
     image_size: int = 84
@@ -72,13 +84,21 @@ class GenerateConfig:
     epsilon: float = 0.1
     """scripted: probability of a uniform-random action."""
     sources: tuple[str, ...] = ()
-    """mixture: behaviour sources ``KIND[:ARG][,sigma=S][,eps=E][,weight=W]``, e.g.
-    ``expert,weight=0.25 expert:drawer-close,weight=0.75``; empty: the task's default mixture
-    (`cvl_eval.datagen.mixed_suite.mixture_sources`)."""
+    """mixture, stitch: behaviour sources ``KIND[:ARG][,sigma=S][,eps=E][,weight=W]``, e.g.
+    ``expert,weight=0.25 expert:drawer-close,weight=0.75``, with ``switch=COND>KIND...`` (another
+    behaviour takes over at COND) or ``start=COND`` (recorded from COND on), e.g.
+    ``'expert,switch=near+50>random' 'expert,start=near+150'``
+    (`cvl_eval.datagen.sources.SOURCE_GRAMMAR`); empty: the task's default mixture
+    (`cvl_eval.datagen.mixed_suite.mixture_sources`) or stitch recipe
+    (`cvl_eval.datagen.hard_suite.stitch_sources`)."""
     curriculum_sigma: tuple[float, float] = (1.0, 0.3)
     """curriculum: expert action-noise std of the first and the last episode."""
     curriculum_epsilon: tuple[float, float] = (1.0, 0.1)
     """curriculum: random-action probability of the first and the last episode."""
+    sigma_max: float = 1.0
+    """noisy: each episode's action-noise std is drawn from U(0, sigma_max) (> 0)."""
+    random_fraction: float = 0.1
+    """noisy: probability of a uniform-random action at each step (in [0, 1])."""
     frames: int = 500_000
     """sac: env steps per task = transitions in the dataset (paper: 500k)."""
     warmup_frames: int | None = None
@@ -98,6 +118,18 @@ def check_generate(config: GenerateConfig) -> list[str]:
         raise ConfigError(f"unknown dataset kind {config.kind!r}; choose one of {list(KINDS)}")
     if not config.tasks:
         raise ConfigError("no tasks given")
+    numbers = {
+        "episodes": config.episodes,
+        "frames": config.frames,
+        "image_size": config.image_size,
+    }
+    for key, value in numbers.items():
+        if value < 1:
+            raise ConfigError(f"{key} must be >= 1, got {value}")
+    if not config.sigma_max > 0:
+        raise ConfigError(f"--sigma-max must be > 0, got {config.sigma_max}")
+    if not 0.0 <= config.random_fraction <= 1.0:
+        raise ConfigError(f"--random-fraction must lie in [0, 1], got {config.random_fraction}")
     tasks = []
     for task in config.tasks:
         try:
@@ -109,11 +141,11 @@ def check_generate(config: GenerateConfig) -> list[str]:
                 f"{name}: scripted experts and pixel datasets exist for Meta-World tasks only; "
                 "use kind=sac without pixels"
             )
-        if config.kind in ("mixture", "curriculum"):
+        if config.kind in BEHAVIOUR_KINDS:
             try:
                 behaviour_config(config, name)
             except ValueError as error:
-                raise ConfigError(f"--sources / --curriculum-*: {error}") from None
+                raise ConfigError(f"{name}: --sources / --curriculum-*: {error}") from None
         tasks.append(name)
     _check_numbers(config)
     if config.pixels:
@@ -194,7 +226,7 @@ def _generate_locked(config: GenerateConfig, tasks: list[str], out: Path) -> dic
             entry["success_rate"] = sum(report.successes) / len(report.successes)
         if config.kind == "sac":
             entry["sac_dir"] = report.sac_dir
-        if config.kind in ("mixture", "curriculum"):
+        if config.kind in BEHAVIOUR_KINDS:
             entry["sources"] = _source_table(state_path)
         log[task] = entry
         write_json_atomic(log_path, log)
@@ -202,13 +234,16 @@ def _generate_locked(config: GenerateConfig, tasks: list[str], out: Path) -> dic
 
 
 def behaviour_config(config: GenerateConfig, task: str):
-    """The `BehaviourDataConfig` of ``task`` for the ``mixture`` / ``curriculum`` kinds."""
+    """The `BehaviourDataConfig` of ``task`` for the behaviour kinds (`BEHAVIOUR_KINDS`)."""
     from cvl_eval.datagen.behaviours import BehaviourDataConfig
+    from cvl_eval.datagen.hard_suite import stitch_sources
     from cvl_eval.datagen.mixed_suite import mixture_sources
 
     sources = config.sources
     if config.kind == "mixture" and not sources:
         sources = mixture_sources(task)
+    if config.kind == "stitch" and not sources:
+        sources = stitch_sources(task)
     return BehaviourDataConfig(
         task=task,
         kind=config.kind,
@@ -216,6 +251,8 @@ def behaviour_config(config: GenerateConfig, task: str):
         sources=tuple(sources) or ("expert",),
         sigma=tuple(config.curriculum_sigma),
         epsilon=tuple(config.curriculum_epsilon),
+        sigma_max=config.sigma_max,
+        random_fraction=config.random_fraction,
         seed=config.seed,
         max_steps=config.max_steps,
         image_size=config.image_size,
@@ -237,7 +274,7 @@ def generate_task(
 ):
     """Generate (or finish) the dataset of one canonical ``task`` of ``config`` at ``state_path``
     (and ``pixel_path``); returns the generator's `GenerationReport`."""
-    if config.kind in ("mixture", "curriculum"):
+    if config.kind in BEHAVIOUR_KINDS:
         from cvl_eval.datagen.behaviours import generate_behaviour_dataset
 
         return generate_behaviour_dataset(

@@ -85,6 +85,9 @@ class EpisodeGeneration:
     """Optional per-episode facts stored with episode ``e`` (`cvl_data.Dataset.episode_info`)."""
     desc: str = "generate"
     """Progress bar label."""
+    start: Callable[[int], Callable[[np.ndarray, int], bool] | None] | None = None
+    """Optional ``start(e)``: where the recording of episode ``e`` starts (`run_episode`'s
+    ``start``; None: at the reset)."""
 
 
 def generate_episodes(
@@ -163,7 +166,8 @@ def _record(env, writers, generation: EpisodeGeneration, start: int, progress: b
     successes: list[bool] = []
     for e in range(start, total):
         act = generation.actor(e, np.random.default_rng([seed, e]), action_dim)
-        episode = run_episode(env, act, episode_seed(seed, e))
+        start = None if generation.start is None else generation.start(e)
+        episode = run_episode(env, act, episode_seed(seed, e), start=start)
         info = None if generation.info is None else generation.info(e, episode)
         for writer, kind in writers:
             if writer.num_episodes == e:  # a writer may be one ahead after a crash

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from cvl_data.jsonio import to_json_data, write_json_atomic
-from cvl_eval.datagen.dispatch import GenerateConfig, generate_datasets
+from cvl_eval.datagen.dispatch import GenerateConfig, check_generate, generate_datasets
 from cvl_eval.envs.make import MOUNTAIN_CAR
 from cvl_eval.pipelines.paper_presets import Budget, PaperConfig, resolve
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
 
-__all__ = ["generate_config", "run_paper_experiment", "sweep_config"]
+__all__ = ["generate_configs", "run_paper_experiment", "sweep_config"]
 
 
 def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
@@ -54,19 +54,26 @@ def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
     )
 
 
-def generate_config(plan: dict[str, Any], config: PaperConfig) -> GenerateConfig:
-    """The data generation of a resolved preset (`resolve`): every data task of its budget, with
-    each environment's defaults (`cvl_eval.envs.defaults`)."""
+def generate_configs(plan: dict[str, Any], config: PaperConfig) -> tuple[GenerateConfig, ...]:
+    """The data generation of a resolved preset (`resolve`): one config per data kind
+    (`Budget.kind_of`) over its data tasks, with each environment's defaults
+    (`cvl_eval.envs.defaults`), into the one data root."""
     budget = plan["budget"]
-    return GenerateConfig(
-        tasks=plan["data_tasks"],
-        out_dir=str(plan["out"] / "data"),
-        kind=budget.data_kind,
-        pixels=plan["preset"].pixels,
-        episodes=budget.episodes,
-        frames=budget.frames,
-        device=config.device,
-        progress=config.progress,
+    by_kind: dict[str, list[str]] = {}
+    for task in plan["data_tasks"]:
+        by_kind.setdefault(budget.kind_of(task), []).append(task)
+    return tuple(
+        GenerateConfig(
+            tasks=tuple(tasks),
+            out_dir=str(plan["out"] / "data"),
+            kind=kind,  # type: ignore[arg-type]
+            pixels=plan["preset"].pixels,
+            episodes=budget.episodes,
+            frames=budget.frames,
+            device=config.device,
+            progress=config.progress,
+        )
+        for kind, tasks in by_kind.items()
     )
 
 
@@ -78,7 +85,12 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
     preset, budget, out = plan["preset"], plan["budget"], plan["out"]
     sweep_cfg = sweep_config(plan, config)
     expand(sweep_cfg)  # names and combinations, before any work
-    generation = generate_datasets(generate_config(plan, config))
+    generations = generate_configs(plan, config)
+    for generation_config in generations:
+        check_generate(generation_config)  # every kind's data checked before any is written
+    generation: dict[str, Any] = {}
+    for generation_config in generations:
+        generation.update(generate_datasets(generation_config))
     sweep_record = sweep(sweep_cfg, progress=config.progress)
     summary = report(
         ReportConfig(

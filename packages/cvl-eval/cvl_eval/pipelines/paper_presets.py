@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cvl_eval.datagen.hard_suite import HARD_SUITE_KINDS, HARD_SUITE_TASKS
 from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
 from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, canonical_name
 from cvl_eval.errors import ConfigError
@@ -53,13 +54,19 @@ PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "draw
 """The paper's four image-based tasks (table 4)."""
 
 
+DataKind = Literal["scripted", "sac", "mixture", "curriculum", "noisy", "stitch"]
+"""A dataset kind of `cvl_eval.datagen.dispatch.GenerateConfig`."""
+
+
 @dataclass(frozen=True)
 class Budget:
     """Tasks, seeds, data and steps of one budget of a preset."""
 
     tasks: tuple[str, ...]
     seeds: tuple[int, ...]
-    data_kind: Literal["scripted", "sac", "mixture"]
+    data_kind: DataKind
+    task_kinds: tuple[tuple[str, DataKind], ...] = ()
+    """``(task, kind)`` pairs: the data kind of the tasks listed (the others: ``data_kind``)."""
     episodes: int = 100
     frames: int = 500_000
     steps: int = 100_000
@@ -71,6 +78,11 @@ class Budget:
     """Batch size of every learner (None: the learners' own, the paper's)."""
     overrides: tuple[str, ...] = ()
     """Learner overrides of this budget (``algo:key=value``), before the preset's and the user's."""
+
+    def kind_of(self, task: str) -> str:
+        """The data kind of ``task`` (`task_kinds`, else `data_kind`)."""
+        kinds = {canonical_name(t): kind for t, kind in self.task_kinds}
+        return kinds.get(canonical_name(task), self.data_kind)
 
 
 CQL_WARM_START_CPU = 1_000
@@ -168,6 +180,26 @@ PRESETS: dict[str, Preset] = {
         full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000),
         overrides=MIXED_OVERRIDES,
     ),
+    "hard": Preset(
+        "Data where return filtering is not enough: stitch datasets of drawer-open and "
+        "door-open (no episode solves the task: the expert's approach then wrong behaviour, and "
+        "the expert recorded from mid-task on; filtered BC fails) and noisy-expert datasets of "
+        "faucet-open and reach (a per-episode noise level; cloning's best case, the control): "
+        "BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM and "
+        "probability of improvement.",
+        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
+        # The mixed preset's budget and settings, on the hard suite's data.
+        default=_cpu_budget(
+            HARD_SUITE_TASKS,
+            (0, 1, 2),
+            data_kind="stitch",
+            task_kinds=HARD_SUITE_KINDS,
+            episodes=100,
+            eval_every=2_500,
+        ),
+        full=Budget(HARD_SUITE_TASKS, SEEDS5, "stitch", HARD_SUITE_KINDS, episodes=1000),
+        overrides=MIXED_OVERRIDES,
+    ),
     "metaworld_states": Preset(
         "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
         "performance profile (paper fig. 2, table 3).",
@@ -230,6 +262,7 @@ class PaperConfig:
 
     experiment: Literal[
         "mixed",
+        "hard",
         "metaworld_states",
         "metaworld_pixels",
         "pretraining",
@@ -247,8 +280,9 @@ class PaperConfig:
     """Override the preset's seeds."""
     steps: int | None = None
     """Override the gradient steps per run."""
-    data_kind: Literal["scripted", "sac", "mixture"] | None = None
-    """Override the dataset kind (mixed-quality suite, scripted noisy expert or SAC replay)."""
+    data_kind: DataKind | None = None
+    """Override the dataset kind of every task (mixed-quality suite, scripted noisy expert, SAC
+    replay, ...; `cvl_eval.datagen.dispatch`)."""
     episodes: int | None = None
     """Override the scripted episodes per task."""
     frames: int | None = None
@@ -317,6 +351,8 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
     }
     if config.pretrain_steps is not None:
         changes["pretrain_steps"] = config.pretrain_steps
+    if config.data_kind is not None:
+        changes["task_kinds"] = ()  # one kind for every task
     budget = dataclasses.replace(budget, **changes)
     if budget.tasks == ("__all__",):
         budget = dataclasses.replace(budget, tasks=_all_tasks())

@@ -75,15 +75,43 @@ def _state_of(obs: np.ndarray, info: dict[str, Any]) -> np.ndarray:
     return np.asarray(info.get("state", obs), dtype=np.float32)
 
 
-def run_episode(env: gym.Env, act: Callable[[np.ndarray], np.ndarray], seed: int) -> Episode:
+def _skip_until(env: gym.Env, act, obs, info, start) -> tuple[Any, dict[str, Any]]:
+    """Step ``env`` with ``act`` until ``start(state, t)`` holds; the observation and info there."""
+    t = 0
+    while not start(_state_of(obs, info), t):
+        action = np.clip(
+            np.asarray(act(_state_of(obs, info)), dtype=np.float32),
+            env.action_space.low,
+            env.action_space.high,
+        )
+        obs, _, term, trunc, info = env.step(action)
+        t += 1
+        if term or trunc:
+            raise ValueError(f"the episode ended after {t} steps, before its recording start")
+    return obs, info
+
+
+def run_episode(
+    env: gym.Env,
+    act: Callable[[np.ndarray], np.ndarray],
+    seed: int,
+    start: Callable[[np.ndarray, int], bool] | None = None,
+) -> Episode:
     """Run one episode from ``env.reset(seed=seed)`` choosing actions with ``act(state)``.
 
     ``act`` receives the state observation (also for pixel envs, through ``info["state"]``) and
     returns one action; it is clipped to the action space before stepping and recording.
+    With ``start``, the episode is recorded from the first state for which ``start(state, t)``
+    holds (``t``: steps taken since the reset); ``act`` takes the steps before it, unrecorded.
+
+    Raises:
+        ValueError: the episode ended before ``start`` held (nothing would be recorded).
     """
     pixels = env.observation_space.dtype == np.uint8
     low, high = env.action_space.low, env.action_space.high
     obs, info = env.reset(seed=seed)
+    if start is not None:
+        obs, info = _skip_until(env, act, obs, info, start)
     states, frames = [_state_of(obs, info)], [obs] if pixels else None
     actions, rewards, terminated, truncated = [], [], [], []
     success = False
