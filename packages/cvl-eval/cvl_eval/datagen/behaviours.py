@@ -54,10 +54,11 @@ class Behaviour:
     epsilon: float = 0.0
 
     def label(self, own_task: str) -> str:
-        """Short name used in reports: ``expert``, ``expert:drawer-close``, ``random``, ..."""
+        """Short name used in reports: ``expert``, ``expert:drawer-close``, ``random``, ...
+        (``own_task`` and the behaviour's task are canonical)."""
         if self.kind == "expert":
-            task = canonical_name(self.task or own_task)
-            return "expert" if task == canonical_name(own_task) else f"expert:{task[:-3]}"
+            task = self.task or own_task
+            return "expert" if task == own_task else f"expert:{task[:-3]}"
         if self.kind == "checkpoint":
             return f"checkpoint:{self.checkpoint}"
         return "random"
@@ -102,7 +103,7 @@ def parse_source(text: str, default_sigma: float = 0.3) -> MixtureSource:
         raise ValueError(f"source {text!r}: random takes no argument")
     if values["weight"] <= 0 or values["sigma"] < 0 or not 0.0 <= values["eps"] <= 1.0:
         raise ValueError(f"source {text!r}: need weight > 0, sigma >= 0 and 0 <= eps <= 1")
-    if kind == "expert" and arg:
+    if kind == "expert" and arg:  # a name enters here, in the source's text
         arg = canonical_name(arg)
         if not is_metaworld(arg):
             raise ValueError(f"source {text!r}: scripted experts exist for Meta-World tasks only")
@@ -161,7 +162,7 @@ class Actors:
     """Builds ``act(state)`` for a behaviour; scripted experts and checkpoints load once."""
 
     def __init__(self, own_task: str) -> None:
-        self.own_task = canonical_name(own_task)
+        self.own_task = own_task
         self._policies: dict[tuple[str, str], Callable[[np.ndarray], np.ndarray]] = {}
 
     def _base_policy(self, behaviour: Behaviour) -> Callable[[np.ndarray], np.ndarray]:
@@ -207,7 +208,8 @@ class BehaviourDataConfig(EpisodeEnvOptions):
     env: `EpisodeEnvOptions`)."""
 
     task: str
-    """Meta-World task (with or without ``-v3``): the environment every behaviour acts in."""
+    """Meta-World task (with or without ``-v3``; kept canonical): the environment every behaviour
+    acts in."""
     kind: Literal["mixture", "curriculum"] = "mixture"
     """``mixture`` (episodes from ``sources``) or ``curriculum`` (annealed noisy expert)."""
     num_episodes: int = 100
@@ -230,7 +232,8 @@ class BehaviourDataConfig(EpisodeEnvOptions):
         if self.kind == "mixture":
             if not self.sources:
                 raise ValueError("a mixture needs at least one source")
-            [parse_source(s) for s in self.sources]  # raises on a bad one
+            # parsed once (raises on a bad one); not a field: provenance records the text
+            object.__setattr__(self, "_parsed", tuple(parse_source(s) for s in self.sources))
         for name in ("sigma", "epsilon"):
             pair = getattr(self, name)
             if len(pair) != 2 or min(pair) < 0:
@@ -242,8 +245,7 @@ class BehaviourDataConfig(EpisodeEnvOptions):
         """The behaviour of every episode, in order (a pure function of the config)."""
         if self.kind == "curriculum":
             return curriculum_plan(self.num_episodes, self.sigma, self.epsilon)
-        sources = [parse_source(s) for s in self.sources]
-        return mixture_plan(sources, self.num_episodes, self.seed)
+        return mixture_plan(self._parsed, self.num_episodes, self.seed)
 
 
 def source_table(dataset) -> dict[str, dict[str, float]]:
