@@ -19,7 +19,8 @@ CPU time: the interpreter, autograd's bookkeeping outside ops and the profiler's
 inflates it; the unprofiled ms/update is printed for comparison).
 
 Run: ``PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos python
-benchmarks/profile_update.py [--algos bc cql cvl] [--steps 20] > docs/perf/profile.md``
+benchmarks/profile_update.py [--algos bc cql cvl] [--steps 20] >
+docs/performance/profile-<commit>.md`` (docs/performance.md, "Profiles", links each one)
 """
 
 from __future__ import annotations

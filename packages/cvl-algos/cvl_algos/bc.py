@@ -47,7 +47,8 @@ class BCConfig:
     """Upper clamp of the policy's log standard deviation."""
     compile: bool = False
     """Wrap the loss computation in ``torch.compile``. Measured on one CPU thread at the paper's
-    sizes: 0.8x the eager rate (docs/perf/profile_after.md), so leave it off on CPU."""
+    sizes: 0.8x the eager rate (docs/performance.md, "Design choices and their measured
+    effect"), so leave it off on CPU."""
 
 
 def bc_loss(

@@ -134,7 +134,8 @@ class CVLConfig:
     compile: bool = False
     """Wrap the losses in ``torch.compile`` (inductor compiles their backward too; the optimiser
     step stays eager). Measured on one CPU thread at the paper's sizes: 1.1-1.2x the eager rate,
-    after a one-off compilation of tens of seconds (docs/perf/profile_after.md)."""
+    after a one-off compilation of tens of seconds (docs/performance.md, "Design choices and
+    their measured effect")."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.discount < 1.0:

@@ -124,7 +124,7 @@ class Actors:
     """Builds ``act(state)`` for a behaviour; scripted experts and checkpoints load once."""
 
     def __init__(self, own_task: str) -> None:
-        self.own_task = canonical_name(own_task)
+        self.own_task = own_task
         self._policies: dict[tuple[str, str], Callable[[np.ndarray], np.ndarray]] = {}
 
     def _base_policy(self, behaviour: Behaviour) -> Callable[[np.ndarray], np.ndarray]:
@@ -177,7 +177,8 @@ class BehaviourDataConfig(EpisodeEnvOptions):
     keyword-only, its env: `EpisodeEnvOptions`)."""
 
     task: str
-    """Meta-World task (with or without ``-v3``): the environment every behaviour acts in."""
+    """Meta-World task (with or without ``-v3``; kept canonical): the environment every behaviour
+    acts in."""
     kind: Literal["mixture", "curriculum", "noisy", "stitch"] = "mixture"
     """``mixture`` / ``stitch`` (episodes from ``sources``), ``curriculum`` (annealed noisy
     expert) or ``noisy`` (expert with a per-episode noise level, `noisy_plan`)."""
@@ -205,6 +206,8 @@ class BehaviourDataConfig(EpisodeEnvOptions):
         if self.kind in ("mixture", "stitch"):
             if not self.sources:
                 raise ValueError(f"a {self.kind} needs at least one source")
+            # parsed once (raises on a bad one); not a field: provenance records the text
+            object.__setattr__(self, "_parsed", tuple(parse_source(s) for s in self.sources))
             self._check_starts()
         for name in ("sigma", "epsilon"):
             pair = getattr(self, name)
@@ -218,10 +221,10 @@ class BehaviourDataConfig(EpisodeEnvOptions):
             raise ValueError(f"random_fraction must lie in [0, 1], got {self.random_fraction}")
 
     def _check_starts(self) -> None:
-        """Every source parses, and a recording start leaves steps to record."""
+        """A recording start leaves steps to record."""
         limit = min(self.max_steps or METAWORLD_EPISODE_STEPS, METAWORLD_EPISODE_STEPS)
-        for text in self.sources:
-            start = parse_source(text).behaviour.start  # raises on a bad source
+        for text, source in zip(self.sources, self._parsed, strict=True):
+            start = source.behaviour.start
             if start is not None and start.steps >= limit:
                 raise ValueError(
                     f"source {text!r}: its recording start's step limit {start.steps} leaves "
@@ -234,8 +237,7 @@ class BehaviourDataConfig(EpisodeEnvOptions):
             return curriculum_plan(self.num_episodes, self.sigma, self.epsilon)
         if self.kind == "noisy":
             return noisy_plan(self.num_episodes, self.sigma_max, self.random_fraction, self.seed)
-        sources = [parse_source(s) for s in self.sources]
-        return mixture_plan(sources, self.num_episodes, self.seed)
+        return mixture_plan(self._parsed, self.num_episodes, self.seed)
 
     def source_label(self, behaviour: Behaviour) -> str:
         """The label of an episode of ``behaviour`` in `source_table` (noisy: its noise bin)."""

@@ -44,7 +44,7 @@ from typing import Any, Literal
 
 from cvl_data import is_dataset
 from cvl_data.jsonio import write_json_atomic
-from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld
+from cvl_eval.envs.make import check_camera, config_name, is_metaworld, require_canonical
 from cvl_eval.errors import ConfigError, check_ranges
 from cvl_eval.runs.lock import hold_lock
 
@@ -61,7 +61,8 @@ class GenerateConfig:
     """Which datasets to generate, and where."""
 
     tasks: tuple[str, ...]
-    """Tasks: Meta-World names (with or without ``-v3``); ``MountainCarContinuous-v0`` (sac)."""
+    """Tasks: Meta-World names (with or without ``-v3``; kept canonical, with it);
+    ``MountainCarContinuous-v0`` (sac)."""
     out_dir: str = "data"
     """Data root: ``<out_dir>/<task>`` (and ``<out_dir>/pixels/<task>`` with ``pixels``)."""
     kind: Literal["scripted", "sac", "mixture", "curriculum", "noisy", "stitch"] = "scripted"
@@ -111,6 +112,9 @@ class GenerateConfig:
     progress: bool = True
     """Progress bars."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
+
 
 def check_generate(config: GenerateConfig) -> list[str]:
     """The canonical task names of ``config``; a `ConfigError` for anything wrong, before any work."""
@@ -133,7 +137,7 @@ def check_generate(config: GenerateConfig) -> list[str]:
     tasks = []
     for task in config.tasks:
         try:
-            name = canonical_name(task)
+            name = require_canonical(task)
         except ValueError as error:
             raise ConfigError(str(error)) from None
         if not is_metaworld(name) and (config.kind != "sac" or config.pixels):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium as gym
 import numpy as np
 
-from cvl_eval.envs.make import MOUNTAIN_CAR, canonical_name, is_metaworld, make_env
+from cvl_eval.envs.make import MOUNTAIN_CAR, is_metaworld, make_env
 from cvl_eval.rollout.episode import Episode
 
 if TYPE_CHECKING:
@@ -41,14 +41,14 @@ def dataset_spec(
     provenance: dict[str, Any] | None = None,
     has_rewards: bool = True,
 ):
-    """The `cvl_data.DatasetSpec` for recording ``env`` (state or pixel observations).
+    """The `cvl_data.DatasetSpec` for recording ``env`` of the canonical ``env_name`` (state or
+    pixel observations).
 
     For ``obs_kind="pixels"`` ``env`` must be the `PixelObservation` env; for ``"state"`` either
     a state env or a pixel env (its state shape is read from the unwrapped env's space).
     """
     from cvl_data import DatasetSpec
 
-    name = canonical_name(env_name)
     if obs_kind == "pixels":
         obs_shape, obs_dtype = env.observation_space.shape, "uint8"
     elif obs_kind == "state":
@@ -59,8 +59,8 @@ def dataset_spec(
     else:
         raise ValueError(f"obs_kind must be 'state' or 'pixels', got {obs_kind!r}")
     return DatasetSpec(
-        env_id=METAWORLD_ENV_ID if is_metaworld(name) else MOUNTAIN_CAR,
-        task=name,
+        env_id=METAWORLD_ENV_ID if is_metaworld(env_name) else MOUNTAIN_CAR,
+        task=env_name,
         obs_kind=obs_kind,
         obs_shape=tuple(obs_shape),
         obs_dtype=obs_dtype,

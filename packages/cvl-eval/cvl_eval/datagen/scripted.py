@@ -36,7 +36,7 @@ class ScriptedConfig(EpisodeEnvOptions):
     """Scripted-expert dataset generation (and, keyword-only, its env: `EpisodeEnvOptions`).
 
     Attributes:
-        task: Meta-World task (with or without ``-v3``).
+        task: Meta-World task (with or without ``-v3``; kept canonical).
         num_episodes: episodes in the finished dataset.
         noise_sigma: std of the Gaussian noise added to the expert's action.
         epsilon: probability of replacing the action by a uniform random one.

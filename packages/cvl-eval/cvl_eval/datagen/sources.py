@@ -57,10 +57,11 @@ class Behaviour:
 
     def label(self, own_task: str) -> str:
         """Short name used in reports: ``expert``, ``expert:drawer-close``, ``random``, ...;
-        ``expert>random`` (a switch to random), ``expert@near+150`` (recorded from that start)."""
+        ``expert>random`` (a switch to random), ``expert@near+150`` (recorded from that start);
+        ``own_task`` and the behaviour's task are canonical."""
         if self.kind == "expert":
-            task = canonical_name(self.task or own_task)
-            text = "expert" if task == canonical_name(own_task) else f"expert:{task[:-3]}"
+            task = self.task or own_task
+            text = "expert" if task == own_task else f"expert:{task[:-3]}"
         elif self.kind == "checkpoint":
             text = f"checkpoint:{self.checkpoint}"
         else:

@@ -1,8 +1,8 @@
 """Per-environment defaults: the one home of what differs between environments, read by data
 generation (`cvl_eval.datagen`), the paper presets (`cvl_eval.pipelines`) and the tests.
 
-Meta-World tasks take every default as it is. Mountain Car differs twice (measured, see the
-cvl-eval README, "Mountain Car exploration"):
+Meta-World tasks take every default as it is. Mountain Car differs twice (measured, see
+docs/deviations.md, the Mountain Car SAC warm-up row):
 
 - SAC data collection: i.i.d. uniform warm-up actions never reach its goal (0 of 40 episodes)
   and a SAC that never saw the goal reward learns to stand still; uniform actions *held for 25
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from cvl_eval.envs.make import MOUNTAIN_CAR, canonical_name
+from cvl_eval.envs.make import MOUNTAIN_CAR, require_canonical
 
 __all__ = ["ENV_DEFAULTS", "EnvDefaults", "env_defaults", "learner_defaults"]
 
@@ -51,8 +51,8 @@ ENV_DEFAULTS: Mapping[str, EnvDefaults] = MappingProxyType(
 
 
 def env_defaults(name: str) -> EnvDefaults:
-    """The defaults of environment ``name`` (any name `make_env` accepts)."""
-    return ENV_DEFAULTS.get(canonical_name(name), EnvDefaults())
+    """The defaults of environment ``name`` (canonical, one of `ENV_NAMES`)."""
+    return ENV_DEFAULTS.get(require_canonical(name), EnvDefaults())
 
 
 def learner_defaults(name: str, config_cls: type) -> dict[str, Any]:

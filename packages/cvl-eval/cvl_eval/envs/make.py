@@ -12,6 +12,15 @@ and wrapped so that
 
 MountainCarContinuous-v0 gets the same seeding convention (the first reset after `make_env`
 uses ``seed`` unless another is given) and float32 observations of shape (2,).
+
+Names are settled once, where they enter: a command's config (`GenerateConfig`, `TrainConfig`,
+`SweepConfig`, `PaperConfig`, `QuickstartConfig`, `EvaluateConfig`, through `config_name`), a
+dataset's recorded task, a mixture source's text, and the library's own entry points that a user
+calls by hand with a name (`make_env`, the dataset configs, `ScriptedExpert`, `evaluate_policy`,
+`expert_return`, `mixture_sources`; `canonical_name` returns a canonical name as given, so a name
+that already passed a door is not derived again). Everything else takes canonical names
+(`ENV_NAMES`) as given and refuses any other spelling (`require_canonical`: `is_metaworld`,
+`env_defaults`, `check_camera`, a command's checks).
 """
 
 from __future__ import annotations
@@ -37,16 +46,19 @@ TASK_NAMES: tuple[str, ...] = _metaworld_task_names()
 """The 50 Meta-World task names, with their ``-v3`` suffix, sorted."""
 
 ENV_NAMES: tuple[str, ...] = (*TASK_NAMES, MOUNTAIN_CAR)
-"""Every name `make_env` accepts (Meta-World names also without ``-v3``)."""
+"""Every canonical name (`make_env` also accepts Meta-World names without ``-v3``)."""
+
+_CANONICAL = frozenset(ENV_NAMES)
 
 
 def canonical_name(name: str) -> str:
-    """Return the canonical env name: Meta-World tasks get their ``-v3`` suffix.
+    """Return the canonical env name: Meta-World tasks get their ``-v3`` suffix; a canonical name
+    is returned as given (nothing to derive).
 
     Raises:
         ValueError: for an unknown name; the message lists every valid name.
     """
-    if name == MOUNTAIN_CAR:
+    if name in _CANONICAL:
         return name
     candidate = name if name.endswith("-v3") else f"{name}-v3"
     if candidate in TASK_NAMES:
@@ -58,14 +70,45 @@ def canonical_name(name: str) -> str:
     )
 
 
+def require_canonical(name: str) -> str:
+    """Return ``name``, a canonical env name (one of `ENV_NAMES`), as given.
+
+    Inner code takes names its callers canonicalised where they entered; this check derives
+    nothing.
+
+    Raises:
+        ValueError: for an unknown name (`canonical_name`'s message), or for a known name in
+            another spelling (``reach`` for ``reach-v3``).
+    """
+    if name in _CANONICAL:
+        return name
+    canonical = canonical_name(name)  # raises for an unknown name
+    raise ValueError(
+        f"{name!r} is not a canonical environment name ({canonical!r} is): canonicalise names "
+        "where they enter (canonical_name)"
+    )
+
+
+def config_name(name: str) -> str:
+    """A name a command's config receives: `canonical_name`, or the name as given when it is
+    unknown, for the command's check to refuse with its one-line error before any work (the
+    config's constructor cannot: the command line parser would turn its error into a usage
+    message)."""
+    try:
+        return canonical_name(name)
+    except ValueError:
+        return name
+
+
 def short_task_name(name: str) -> str:
-    """Meta-World name without its ``-v3`` suffix (``reach-v3`` -> ``reach``)."""
-    return canonical_name(name).removesuffix("-v3")
+    """Meta-World name without its ``-v3`` suffix (``reach-v3`` -> ``reach``); takes a canonical
+    name."""
+    return require_canonical(name).removesuffix("-v3")
 
 
 def is_metaworld(name: str) -> bool:
-    """Whether ``name`` (after canonicalisation) is a Meta-World task."""
-    return canonical_name(name) in TASK_NAMES
+    """Whether the canonical name ``name`` is a Meta-World task."""
+    return require_canonical(name) in TASK_NAMES
 
 
 class SeededReset(gym.Wrapper):
@@ -180,10 +223,10 @@ def make_env(
 def check_camera(name: str, camera: str) -> None:
     """Refuse (`ValueError`, listing the names there are) a camera the MuJoCo model of Meta-World
     task ``name`` does not have; builds the state env only (nothing renders), so pixel commands
-    can check their camera before any work."""
+    can check their camera before any work; ``name`` is canonical."""
     import mujoco
 
-    env = make_env(name, goals="random")
+    env = make_env(require_canonical(name), goals="random")
     try:
         model = env.unwrapped.model
         kind = mujoco.mjtObj.mjOBJ_CAMERA
@@ -191,4 +234,4 @@ def check_camera(name: str, camera: str) -> None:
     finally:
         env.close()
     if camera not in names:
-        raise ValueError(f"unknown camera {camera!r}: the {canonical_name(name)} model has {names}")
+        raise ValueError(f"unknown camera {camera!r}: the {name} model has {names}")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from cvl_eval.datagen.hard_suite import HARD_SUITE_KINDS, HARD_SUITE_TASKS
 from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
-from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, canonical_name
+from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, config_name, require_canonical
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES
 
@@ -79,10 +79,14 @@ class Budget:
     overrides: tuple[str, ...] = ()
     """Learner overrides of this budget (``algo:key=value``), before the preset's and the user's."""
 
+    def __post_init__(self) -> None:  # presets name tasks short; they are canonical from here
+        object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
+        kinds = tuple((config_name(t), kind) for t, kind in self.task_kinds)
+        object.__setattr__(self, "task_kinds", kinds)
+
     def kind_of(self, task: str) -> str:
-        """The data kind of ``task`` (`task_kinds`, else `data_kind`)."""
-        kinds = {canonical_name(t): kind for t, kind in self.task_kinds}
-        return kinds.get(canonical_name(task), self.data_kind)
+        """The data kind of the canonical ``task`` (`task_kinds`, else `data_kind`)."""
+        return dict(self.task_kinds).get(task, self.data_kind)
 
 
 CQL_WARM_START_CPU = 1_000
@@ -143,10 +147,6 @@ class Preset:
     mountain_car: bool = False
 
 
-def _all_tasks() -> tuple[str, ...]:
-    return tuple(t.removesuffix("-v3") for t in TASK_NAMES)
-
-
 SEEDS5 = (0, 1, 2, 3, 4)
 
 MIXED_OVERRIDES: tuple[str, ...] = (
@@ -155,7 +155,7 @@ MIXED_OVERRIDES: tuple[str, ...] = (
     "cvl_mc:self_normalized=true",
     "cql:cql_num_samples=4",
 )
-"""The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (README "Mixed-quality data"):
+"""The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (docs/deviations.md, one row each):
 the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without normalisation; a
 switch), and for CVL without RFF a critic at temperature 0.1 (paper: 1), measured on
 drawer-open's mixture: at temperature 1 the critic's Q of the four sources was 524/502/452/449
@@ -308,8 +308,8 @@ class PaperConfig:
     device: str = "cpu"
     """Training device (``cuda`` for a GPU)."""
     backend: Literal["local", "ray"] = "local"
-    """Where the sweep's runs train: local processes, or Ray tasks (README "Running a sweep on a
-    cluster"; data generation and the report stay on this machine)."""
+    """Where the sweep's runs train: local processes, or Ray tasks (docs/cluster.md, "Sweeps on
+    Ray"; data generation and the report stay on this machine)."""
     ray_address: str | None = None
     """With ``backend="ray"``: a running cluster (``auto``, ``ray://host:port``); None starts a
     local instance."""
@@ -326,6 +326,10 @@ class PaperConfig:
     """Bootstrap replications of the rliable intervals."""
     progress: bool = True
     """Progress bars."""
+
+    def __post_init__(self) -> None:
+        if self.tasks is not None:
+            object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
 
 
 def resolve(config: PaperConfig) -> dict[str, Any]:
@@ -355,9 +359,9 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
         changes["task_kinds"] = ()  # one kind for every task
     budget = dataclasses.replace(budget, **changes)
     if budget.tasks == ("__all__",):
-        budget = dataclasses.replace(budget, tasks=_all_tasks())
+        budget = dataclasses.replace(budget, tasks=TASK_NAMES)
     try:
-        tasks = tuple(canonical_name(t) for t in budget.tasks)
+        tasks = tuple(require_canonical(t) for t in budget.tasks)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     data_tasks = list(tasks)

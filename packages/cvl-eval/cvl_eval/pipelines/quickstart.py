@@ -15,7 +15,7 @@
    summary.
 
 Everything lands in ``out_dir``; running it again continues (finished stages are skipped).
-Measured numbers are in the README; see `QUICKSTART_CVL_OVERRIDES` and
+Measured numbers: docs/results.md, "The quickstart"; see `QUICKSTART_CVL_OVERRIDES` and
 `QUICKSTART_MIXED_OVERRIDES` for the CVL settings.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cvl_data.jsonio import to_json_data, write_json_atomic
-from cvl_eval.envs.make import canonical_name, is_metaworld
+from cvl_eval.envs.make import config_name, is_metaworld, require_canonical
 from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.runs.index import write_policy_run
@@ -73,10 +73,11 @@ self-normalised Q estimate, and for CVL without RFF a critic at temperature 0.1 
 
 @dataclass(frozen=True)
 class QuickstartConfig:
-    """The quickstart's knobs; the defaults are the measured CPU budget (README)."""
+    """The quickstart's knobs; the defaults are the measured CPU budget (docs/results.md, "The
+    quickstart")."""
 
     task: str = "drawer-open"
-    """Meta-World task (with or without ``-v3``)."""
+    """Meta-World task (with or without ``-v3``; kept canonical, with it)."""
     out_dir: str = "runs/quickstart"
     """Everything goes here: ``data/``, ``runs/``, ``report/``, ``summary.json``."""
     data: Literal["mixture", "scripted"] = "mixture"
@@ -121,10 +122,13 @@ class QuickstartConfig:
     progress: bool = True
     """Progress bars."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task", config_name(self.task))
+
 
 def _check(config: QuickstartConfig) -> str:
     try:
-        task = canonical_name(config.task)
+        task = require_canonical(config.task)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     if not is_metaworld(task):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cvl_data.jsonio import write_json_atomic
-from cvl_eval.envs.make import canonical_name, check_camera
+from cvl_eval.envs.make import check_camera, config_name, require_canonical
 from cvl_eval.errors import ConfigError, check_ranges
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_eval.runs.folder import RunFolder, read_json
@@ -43,6 +43,10 @@ class EvaluateConfig:
     allow_unverified_checkpoint: bool = False
     """Load a checkpoint that has no ``checksums.json`` (its files cannot be verified; warned).
     Without it such a checkpoint is refused."""
+
+    def __post_init__(self) -> None:
+        if self.task is not None:
+            object.__setattr__(self, "task", config_name(self.task))
 
 
 def _check_numbers(config: EvaluateConfig) -> None:
@@ -83,8 +87,8 @@ def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
     task = config.task or (run_config or {}).get("task")
     if task is None:
         raise ConfigError(f"{checkpoint} is not inside a run folder: give the task (--task)")
-    try:
-        task = canonical_name(task)
+    try:  # the config's task was settled by it; a run's was canonical when the run wrote it
+        task = require_canonical(task)
     except ValueError as error:
         raise ConfigError(str(error)) from None
     camera = ((run_config or {}).get("train_config") or {}).get("camera") or "corner"

@@ -54,7 +54,8 @@ class TrainConfig:
     steps: int = 100_000
     """Gradient steps on the labelled target data (after any pretraining)."""
     task: str | None = None
-    """Evaluation task; default: the dataset's. Given, it must match the dataset's task."""
+    """Evaluation task (kept canonical: ``reach`` becomes ``reach-v3``); default: the dataset's.
+    Given, it must match the dataset's task."""
     pretrain_datasets: tuple[str, ...] = ()
     """Related tasks' datasets (rewards ignored), for learners with a pretraining phase
     (`cvl_algos.pretraining`): ``related_tasks`` ones (cvl, cvl_mc) pretrain their critic on them
@@ -114,3 +115,9 @@ class TrainConfig:
     """Weights & Biases group (a sweep sets its folder's name)."""
     verify_checksums: bool = False
     """Check the datasets' sha256 checksums when opening them (content checks always run)."""
+
+    def __post_init__(self) -> None:
+        if self.task is not None:  # envs (and metaworld) load only for a config that names one
+            from cvl_eval.envs.make import config_name
+
+            object.__setattr__(self, "task", config_name(self.task))

@@ -16,7 +16,7 @@ import numpy as np
 
 from cvl_algos.pretraining import pretrained_label
 from cvl_data.jsonio import package_versions, to_json_data
-from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld
+from cvl_eval.envs.make import canonical_name, check_camera, is_metaworld, require_canonical
 from cvl_eval.errors import ConfigError
 from cvl_eval.runs.folder import RunFolder
 from cvl_eval.training.checks import (
@@ -154,11 +154,13 @@ def validate(config: TrainConfig) -> Plan:
 
 
 def _task(config: TrainConfig, spec: Any) -> str:
-    """The evaluation task: the config's (it must be the dataset's) or the dataset's."""
+    """The evaluation task: the config's (settled by `TrainConfig`; it must be the dataset's) or
+    the dataset's (a name that enters here, as the dataset file spells it)."""
     try:
-        task = canonical_name(config.task or spec.task)
+        task = require_canonical(config.task) if config.task is not None else None
+        stored = canonical_name(spec.task)
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    if config.task is not None and canonical_name(spec.task) != task:
+    if task is not None and stored != task:
         raise ConfigError(f"dataset {config.dataset} holds task {spec.task!r}, not {task!r}")
-    return task
+    return stored

@@ -23,15 +23,16 @@ class SACDataConfig:
     """SAC replay-buffer dataset generation (defaults: the paper's protocol where it gives one).
 
     Attributes:
-        env: Meta-World task (with or without ``-v3``) or ``"MountainCarContinuous-v0"``.
+        env: Meta-World task (with or without ``-v3``; kept canonical) or
+            ``"MountainCarContinuous-v0"``.
         frames: env steps collected = transitions in the dataset (paper: 500k).
         warmup_frames: uniform-random actions before the policy acts; updates start after them
             (not in the paper; a common SAC default).
         warmup_action_repeat: each warm-up random action is held for this many steps (1: i.i.d.
             uniform actions). Mountain Car needs temporally correlated exploration: i.i.d.
             uniform actions reached its goal in 0 of 40 episodes, actions held for 25 steps in
-            38 of 40 (README); Meta-World does not (`sac_data_config` applies the environment's
-            defaults, `cvl_eval.envs.defaults`).
+            38 of 40 (docs/deviations.md); Meta-World does not (`sac_data_config` applies the
+            environment's defaults, `cvl_eval.envs.defaults`).
         updates_per_step: SAC updates after each env step once warm-up is over (not in the paper).
         sac: the SAC learner's config: batch size 512, lr 3e-4, 256x256 DenseNet MLPs, discount
             0.99, grad-norm clip 100 (paper table 1), twin Q, automatic entropy tuning.
@@ -41,7 +42,8 @@ class SACDataConfig:
         checkpoint_every: checkpoint the learner every this many episodes (and at the end).
         num_threads: torch intra-op threads while generating (restored afterwards); None keeps
             torch's setting. SAC's small matmuls gain nothing from more threads, and on a busy
-            2-core machine 2 threads ran 20x slower than 1 (1.9 vs 41 frames/s, README).
+            2-core machine 2 threads ran about 20x slower than 1 (docs/performance.md,
+            "Throughput at the paper's sizes").
         max_episode_steps: optional shorter time limit (Meta-World: 500, Mountain Car: 999).
         goals: Meta-World goal protocol, ``"mt1"`` or ``"random"`` (see `make_env`).
         image_size: frame size of the pixel dataset (when one is written).
@@ -89,6 +91,7 @@ class SACDataConfig:
 def sac_data_config(env: str, **fields: Any) -> SACDataConfig:
     """`SACDataConfig` of ``env`` with its environment's defaults (`cvl_eval.envs.defaults`, e.g.
     Mountain Car's held warm-up actions), then ``fields`` on top."""
+    env = canonical_name(env)
     return SACDataConfig(env, **{**env_defaults(env).sac_data, **fields})
 
 
