@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cvl_algos.common import make_adam
+from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
 from cvl_algos.cvl.losses import (
@@ -39,7 +39,7 @@ from cvl_algos.cvl.q import (
 )
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
-from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
+from cvl_models import ContrastiveCritic, RandomFourierFeatures
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
 
@@ -98,15 +98,11 @@ class CVLLearner(PretrainingLearner):
                 hidden=cfg.hidden,
                 normalize=cfg.normalize,
                 temperature=cfg.temperature,
+                torso=cfg.torso,
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
-            self.policy = TanhGaussianPolicy(
-                self.obs_shape,
-                self.action_dim,
-                hidden=cfg.hidden,
-                log_std_min=cfg.log_std_min,
-                log_std_max=cfg.log_std_max,
-            ).to(self.device)
+            self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+            self.policy = self.policy.to(self.device)
         self.rff = RandomFourierFeatures(
             cfg.latent_dim,
             cfg.num_rff_features,
