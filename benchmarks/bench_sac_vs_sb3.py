@@ -11,14 +11,15 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
 - ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=[256, 256], batch_size=512,
   train_freq=1, gradient_steps=1, learning_starts=warm-up)``, continued with
-  ``learn(500, reset_num_timesteps=False)``. SB3 clips no gradients; ours clips at 100.
+  ``learn(100, reset_num_timesteps=False)`` per turn. SB3 clips no gradients; ours clips at 100.
 
-What is timed: a contender collects one episode (500 frames) per turn; contenders take turns.
-The first turn is the warm-up (uniform random actions, no updates: ours ``warmup_frames``, SB3
-``learning_starts``), reported on its own; the next ``rounds`` turns are the steady state (an
+What is timed: a contender collects one episode per turn, 100 frames (the env's time limit is
+set to 100 for both, so that turns are short and a neighbour's load changes hit every contender
+alike; resets cost the same on both sides); contenders take turns. The first 5 turns are the
+warm-up (500 uniform random actions, no updates: ours ``warmup_frames``, SB3
+``learning_starts``), reported on their own; the next ``rounds`` turns are the steady state (an
 action from the policy and one update per frame). The table shows the median frames/s over the
-steady rounds with their min-max; ratios are of medians, so a busy neighbour slows every
-contender alike.
+steady rounds with their min-max; ratios are of medians.
 
 FLOP bound (`flop_bound`): the matmul FLOPs of one update of each contender on a fixed batch
 (``FlopCounterMode``), divided into this machine's measured GEMM throughput at the thread count,
@@ -31,7 +32,7 @@ SB3 is optional and benchmark-only (not in the Pants lockfile); install it besid
 ``pip install stable-baselines3 'torch==2.13.0'``. Run from the repository root:
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
-        python benchmarks/bench_sac_vs_sb3.py [--rounds 3] [--contenders ours ours_mlp sb3]
+        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3]
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ TASK = "drawer-open"
 HIDDEN = (256, 256)
 BATCH = 512
 LR = 3e-4
-EPISODE = 500  # Meta-World's time limit: one turn
+TURN = 100  # frames per turn: the episode's time limit (Meta-World's own is 500)
+WARMUP = 500  # random frames before the first update: 5 turns
 SB3_MISSING = (
     "stable-baselines3 is not importable: install it beside torch 2.13.0 "
     "(`pip install stable-baselines3 'torch==2.13.0'`) or leave `sb3` out of --contenders."
@@ -74,9 +76,10 @@ class Contender:
     flop_step: Callable[[], object]
 
 
-def our_collection(name: str, frames_total: int, seed: int = 0):
+def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: int | None = TURN):
     """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
-    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP), warm-up one episode."""
+    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP), episodes of
+    ``episode_steps`` frames (None: Meta-World's 500) after ``WARMUP`` random ones."""
     from cvl_algos import make_learner
     from cvl_algos.sac import SACConfig
     from cvl_data import ReplayBuffer
@@ -85,7 +88,14 @@ def our_collection(name: str, frames_total: int, seed: int = 0):
 
     torso = {"torso": "mlp"} if name == "ours_mlp" else {}  # else the default, DenseNet
     sac = SACConfig(hidden=HIDDEN, batch_size=BATCH, lr=LR, **torso)
-    config = SACDataConfig(TASK, frames=frames_total, warmup_frames=EPISODE, sac=sac, seed=seed)
+    config = SACDataConfig(
+        TASK,
+        frames=frames_total,
+        warmup_frames=WARMUP,
+        sac=sac,
+        seed=seed,
+        max_episode_steps=episode_steps,
+    )
     env = make_env(config.env, **config.env_options())
     action_dim = int(np.prod(env.action_space.shape))
     obs_shape = env.observation_space.shape
@@ -97,7 +107,7 @@ def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
     """Our SAC collection loop (`run_sac_episode`) with the torso of ``name``."""
     from cvl_eval.datagen.sac.episode import run_sac_episode
 
-    env, learner, buffer, config = our_collection(name, EPISODE * (rounds + 1), seed)
+    env, learner, buffer, config = our_collection(name, WARMUP + TURN * rounds, seed)
     state = {"frames": 0, "episode": 0}
 
     def episode() -> None:
@@ -128,10 +138,10 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
 
     model = SAC(
         "MlpPolicy",
-        make_env(TASK, seed=seed),
+        make_env(TASK, seed=seed, max_episode_steps=TURN),
         learning_rate=LR,
-        buffer_size=EPISODE * (rounds + 1),
-        learning_starts=EPISODE,
+        buffer_size=WARMUP + TURN * rounds,
+        learning_starts=WARMUP,
         batch_size=BATCH,
         train_freq=1,
         gradient_steps=1,
@@ -141,7 +151,7 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
     )
 
     def episode() -> None:
-        model.learn(EPISODE, reset_num_timesteps=False, progress_bar=False)
+        model.learn(TURN, reset_num_timesteps=False, progress_bar=False)
 
     return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=BATCH))
 
@@ -149,19 +159,20 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
 def interleaved_rates(
     contenders: list[Contender], rounds: int
 ) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Warm-up frames/s (the first turn) and steady frames/s per round of each contender."""
-    warmup: dict[str, float] = {}
+    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns) and steady frames/s per round
+    of each contender."""
+    warmup_seconds = {c.name: 0.0 for c in contenders}
     steady: dict[str, list[float]] = {c.name: [] for c in contenders}
-    for turn in range(rounds + 1):
+    for turn in range(WARMUP // TURN + rounds):
         for contender in contenders:
             start = time.perf_counter()
             contender.episode()
-            rate = EPISODE / (time.perf_counter() - start)
-            if turn == 0:
-                warmup[contender.name] = rate
+            seconds = time.perf_counter() - start
+            if turn < WARMUP // TURN:
+                warmup_seconds[contender.name] += seconds
             else:
-                steady[contender.name].append(rate)
-    return warmup, steady
+                steady[contender.name].append(TURN / seconds)
+    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady
 
 
 def print_table(warmup, steady, flops, peak) -> dict[str, float]:
@@ -200,7 +211,7 @@ def print_ratios(steady, frame_bounds) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="steady rounds of one episode")
+    parser.add_argument("--rounds", type=int, default=10, help="steady turns of 100 frames")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--contenders", nargs="+", default=["ours", "ours_mlp", "sb3"])
     args = parser.parse_args()
@@ -218,8 +229,8 @@ def run(args: argparse.Namespace) -> None:
     ]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {TASK}, hidden "
-        f"{HIDDEN}, batch {BATCH}, 1 update/frame; turns of {EPISODE} frames: 1 warm-up "
-        f"(random actions, no updates), then {args.rounds} steady rounds"
+        f"{HIDDEN}, batch {BATCH}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
+        f"frames (random actions, no updates), then {args.rounds} steady rounds"
     )
     peak = gemm_flops_per_s([(BATCH, 256, 256), (BATCH, 299, 256), (BATCH, 43, 256)])
     print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")

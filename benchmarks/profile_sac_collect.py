@@ -35,7 +35,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from cvl_algos.runtime import process_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
-from benchmarks.bench_sac_vs_sb3 import EPISODE, our_collection  # noqa: E402
+from benchmarks.bench_sac_vs_sb3 import WARMUP, our_collection  # noqa: E402
 from benchmarks.profile_update import bucket  # noqa: E402
 
 PHASES = ("env.step", "act", "sample", "update", "store")
@@ -84,13 +84,13 @@ def collect(env, learner, buffer, config, episode: int, frames: int, budget: int
 
 
 def profile_collection(name: str, frames: int) -> dict:
-    env, learner, buffer, config = our_collection(name, EPISODE + 2 * frames)
-    done, _ = collect(env, learner, buffer, config, 0, 0, EPISODE)  # warm-up: random actions
-    done, plain_s = collect(env, learner, buffer, config, 1, done, EPISODE + frames)
+    env, learner, buffer, config = our_collection(name, WARMUP + 2 * frames, episode_steps=None)
+    done, _ = collect(env, learner, buffer, config, 0, 0, WARMUP)  # warm-up: random actions
+    done, plain_s = collect(env, learner, buffer, config, 1, done, WARMUP + frames)
     totals: dict[str, float] = defaultdict(float)
     instrument(env, learner, buffer, totals)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        _, wall_s = collect(env, learner, buffer, config, 2, done, EPISODE + 2 * frames)
+        _, wall_s = collect(env, learner, buffer, config, 2, done, WARMUP + 2 * frames)
     buckets: dict[str, float] = defaultdict(float)
     ops: dict[str, float] = defaultdict(float)
     for event in prof.events():
