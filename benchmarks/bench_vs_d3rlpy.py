@@ -14,7 +14,8 @@ alike); each round gives one steps/s per contender and the table shows the media
 min-max over rounds. Ratios are of medians.
 
 Contenders (both libraries build fresh networks with seed 0; updates before the timed rounds
-are ``warmup`` untimed steps):
+are ``warmup`` untimed steps; ``--torso mlp`` gives ours d3rlpy's plain Linear+ReLU MLPs, equal
+architecture, instead of the paper's DenseNet with LayerNorm):
 
 - ``bc``: ours, tanh-Gaussian max likelihood with a 10-sample entropy bonus, DenseNet+LayerNorm;
 - ``d3rlpy_bc``: deterministic policy, MSE (d3rlpy's default ``policy_type``);
@@ -90,11 +91,12 @@ class Contender:
 # ----------------------------------------------------------------------------- ours
 
 
-def our_contender(name: str, dataset, seed: int = 0) -> Contender:
-    """Our learner ``name`` at the benchmark's sizes with its own sampler over ``dataset``."""
+def our_contender(name: str, dataset, seed: int = 0, torso: str = "densenet") -> Contender:
+    """Our learner ``name`` at the benchmark's sizes and ``torso`` with its own sampler over
+    ``dataset``."""
     from cvl_algos import make_learner
 
-    overrides = {"hidden": HIDDEN, "batch_size": BATCH, "lr": LR}
+    overrides = {"hidden": HIDDEN, "batch_size": BATCH, "lr": LR, "torso": torso}
     if name == "cql":
         overrides["policy_eval_start"] = 0
     if name.startswith("cvl"):
@@ -245,7 +247,7 @@ def print_table(rates: dict[str, list[float]], flops: dict[str, int], peak: floa
 
 def build_contenders(args, dataset) -> list[Contender]:
     """Ours first, then d3rlpy's where importable and asked for."""
-    contenders = [our_contender(name, dataset) for name in args.ours]
+    contenders = [our_contender(name, dataset, torso=args.torso) for name in args.ours]
     if args.d3rlpy and d3rlpy_available():
         buffer = d3rlpy_buffer(dataset)
         contenders += [d3rlpy_contender(name, buffer) for name in args.d3rlpy]
@@ -265,6 +267,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--ours", nargs="*", default=["bc", "cql", "cvl", "cvl_mc"])
     parser.add_argument(
+        "--torso",
+        choices=["densenet", "mlp"],
+        default="densenet",
+        help="our MLP torso: the paper's DenseNet+LayerNorm, or plain Linear+ReLU as d3rlpy's",
+    )
+    parser.add_argument(
         "--d3rlpy", nargs="*", default=["d3rlpy_bc", "d3rlpy_bc_stoch", "d3rlpy_cql"]
     )
     args = parser.parse_args()
@@ -281,7 +289,8 @@ def run(args: argparse.Namespace) -> None:
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), dataset "
         f"{args.dataset} ({dataset.num_steps} transitions), hidden {HIDDEN}, batch {BATCH}, "
-        f"{args.rounds} rounds x {args.seconds:g} s after {args.warmup} warm-up steps"
+        f"{args.rounds} rounds x {args.seconds:g} s after {args.warmup} warm-up steps, "
+        f"our torso {args.torso}"
         f", malloc retains freed memory: {retain_freed_memory()}"
     )
     flops = {c.name: update_flops(c.flop_step) for c in contenders}

@@ -45,6 +45,7 @@ LAYERNORM = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
 OVERRIDES = {
     "bc": {},
     "cql": {"policy_eval_start": 0},
+    "sac": {},
     "cvl": {"sampler_mode": "uniform", "batch_size": 512},
 }
 

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import make_adam
+from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.stages import GradientStage
-from cvl_models import TanhGaussianPolicy
+from cvl_models import Torso
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
 
 __all__ = ["BCConfig", "BCLearner", "FilteredBCConfig", "FilteredBCLearner", "bc_loss"]
@@ -37,6 +37,10 @@ class BCConfig:
     """Global gradient-norm clip (table 1)."""
     hidden: tuple[int, ...] = (256, 256)
     """DenseNet widths of the policy (table 1)."""
+    torso: Torso = "densenet"
+    """MLP torso of the policy: ``"densenet"``, the paper's DenseNet with LayerNorm (table 1), or
+    ``"mlp"``, plain Linear+ReLU layers of the same widths (SB3's and d3rlpy's architecture, for
+    comparisons at equal architecture; `cvl_models.mlp.make_mlp`)."""
     entropy_coef: float = 0.1
     """tau_BC, weight of the entropy bonus (table 2: 0.1)."""
     entropy_samples: int = 10
@@ -96,9 +100,8 @@ class BCLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg = self.config
         with self.rng_scope():
-            self.policy = TanhGaussianPolicy(
-                self.obs_shape, self.action_dim, cfg.hidden, cfg.log_std_min, cfg.log_std_max
-            ).to(self.device)
+            self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+            self.policy = self.policy.to(self.device)
         self.optimizer = make_adam(self.policy.parameters(), cfg.lr)
         self._loss_fn = self.maybe_compile(self.compute_loss)
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from cvl_data.jsonio import to_json_data
+from cvl_models import TanhGaussianPolicy
 
 __all__ = [
     "Scalar",
@@ -24,6 +25,7 @@ __all__ = [
     "frozen_call",
     "metrics_to_floats",
     "optimizer_step",
+    "policy_from_config",
     "polyak_update",
 ]
 
@@ -44,6 +46,22 @@ def config_from_dict(config_cls: type, values: dict[str, Any]) -> Any:
     """
     fixed = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     return config_cls(**fixed)
+
+
+# ----------------------------------------------------------------------------- networks
+
+
+def policy_from_config(obs_shape: tuple[int, ...], action_dim: int, config: Any) -> nn.Module:
+    """The tanh-Gaussian policy of a learner config (fields ``hidden``, ``log_std_min``,
+    ``log_std_max``, ``torso``), built on the CPU from the current global RNG."""
+    return TanhGaussianPolicy(
+        obs_shape,
+        action_dim,
+        config.hidden,
+        config.log_std_min,
+        config.log_std_max,
+        config.torso,
+    )
 
 
 # ----------------------------------------------------------------------------- optimisation

@@ -29,7 +29,7 @@ from cvl_algos.common import assert_transition_batch, frozen_call, make_adam
 from cvl_algos.cvl.extraction import fql_policy_loss
 from cvl_algos.sac import td_loss
 from cvl_algos.stages import GradientStage, PolyakStage, Stage
-from cvl_models import TwinQ
+from cvl_models import Torso, TwinQ
 from cvl_models.flow import FlowPolicy
 
 __all__ = ["FQLConfig", "FQLLearner", "fql_critic_loss", "twin_q_fn"]
@@ -50,6 +50,9 @@ class FQLConfig:
     """Global gradient-norm clip of every optimiser step (table 1; FQL clips nothing)."""
     hidden: tuple[int, ...] = (256, 256)
     """DenseNet widths of the Q networks and the flow networks (table 1; FQL: 4 x 512 MLPs)."""
+    torso: Torso = "densenet"
+    """MLP of every network: ``"densenet"`` (the paper's DenseNet with LayerNorm) or ``"mlp"``
+    (plain Linear+ReLU; `cvl_models.mlp.make_mlp`)."""
     tau: float = 0.005
     """Polyak rate of the target critic (FQL: 0.005)."""
     alpha: float = 1.0
@@ -117,8 +120,10 @@ class FQLLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg: FQLConfig = self.config
         with self.rng_scope():
-            self.policy = FlowPolicy(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
-            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
+            self.policy = FlowPolicy(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+            self.policy = self.policy.to(self.device)
+            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+            self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)

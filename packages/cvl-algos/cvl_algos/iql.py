@@ -21,8 +21,13 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import assert_transition_batch, make_adam, polyak_update
-from cvl_models import TanhGaussianPolicy, TwinQ, ValueNetwork
+from cvl_algos.common import (
+    assert_transition_batch,
+    make_adam,
+    policy_from_config,
+    polyak_update,
+)
+from cvl_models import Torso, TwinQ, ValueNetwork
 
 __all__ = [
     "IQLConfig",
@@ -48,6 +53,10 @@ class IQLConfig:
     """Global gradient-norm clip of every optimiser step (this project's shared value)."""
     hidden: tuple[int, ...] = (256, 256)
     """DenseNet widths of V, the twin Q and the policy."""
+    torso: Torso = "densenet"
+    """MLP torso of V, the twin Q and the policy: ``"densenet"``, the paper's DenseNet with LayerNorm (table 1), or
+    ``"mlp"``, plain Linear+ReLU layers of the same widths (SB3's and d3rlpy's architecture, for
+    comparisons at equal architecture; `cvl_models.mlp.make_mlp`)."""
     expectile: float = 0.7
     """tau of the expectile value loss (IQL paper, locomotion: 0.7)."""
     beta: float = 3.0
@@ -149,11 +158,11 @@ class IQLLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg: IQLConfig = self.config
         with self.rng_scope():
-            self.policy = TanhGaussianPolicy(
-                self.obs_shape, self.action_dim, cfg.hidden, cfg.log_std_min, cfg.log_std_max
-            ).to(self.device)
-            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
-            self.value = ValueNetwork(self.obs_shape, cfg.hidden).to(self.device)
+            self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+            self.policy = self.policy.to(self.device)
+            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+            self.critic = self.critic.to(self.device)
+            self.value = ValueNetwork(self.obs_shape, cfg.hidden, cfg.torso).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.value_opt = make_adam(self.value.parameters(), cfg.lr)
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)

@@ -24,9 +24,15 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import Scalar, assert_transition_batch, frozen_call, make_adam
+from cvl_algos.common import (
+    Scalar,
+    assert_transition_batch,
+    frozen_call,
+    make_adam,
+    policy_from_config,
+)
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
-from cvl_models import TanhGaussianPolicy, TwinQ
+from cvl_models import Torso, TwinQ
 
 __all__ = [
     "SACConfig",
@@ -53,6 +59,10 @@ class SACConfig:
     """Global gradient-norm clip of every optimiser step (table 1)."""
     hidden: tuple[int, ...] = (256, 256)
     """DenseNet widths of the Q networks and the policy (table 1)."""
+    torso: Torso = "densenet"
+    """MLP torso of the Q networks and the policy: ``"densenet"``, the paper's DenseNet with LayerNorm (table 1), or
+    ``"mlp"``, plain Linear+ReLU layers of the same widths (SB3's and d3rlpy's architecture, for
+    comparisons at equal architecture; `cvl_models.mlp.make_mlp`)."""
     tau: float = 0.005
     """Polyak rate of the target Q networks (SAC's default; not in the paper)."""
     init_alpha: float = 1.0
@@ -183,10 +193,10 @@ class SACLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg = self.config
         with self.rng_scope():
-            self.policy = TanhGaussianPolicy(
-                self.obs_shape, self.action_dim, cfg.hidden, cfg.log_std_min, cfg.log_std_max
-            ).to(self.device)
-            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden).to(self.device)
+            self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+            self.policy = self.policy.to(self.device)
+            self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+            self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = Scalar(torch.log(torch.tensor(cfg.init_alpha)).item()).to(self.device)
         self.target_entropy = (

@@ -142,4 +142,4 @@ def test_hard_preset_resolves_to_a_kind_per_task(tmp_path):
     one = resolve(PaperConfig(experiment="hard", data_kind="mixture"))["budget"]
     assert {one.kind_of(t) for t in one.tasks} == {"mixture"}  # an explicit kind wins
     full = resolve(PaperConfig(experiment="hard", full=True))["budget"]
-    assert full.kind_of("reach") == "noisy" and len(full.seeds) == 5
+    assert full.kind_of("reach-v3") == "noisy" and len(full.seeds) == 5

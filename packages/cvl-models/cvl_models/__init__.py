@@ -1,13 +1,13 @@
 """cvl_models: the networks of "Contrastive Value Learning" (Mazoure et al.), appendix.
 
-DenseNet MLP, IMPALA CNN encoder, random Fourier features (lemma 1, eq. 12), tanh-Gaussian
+DenseNet MLP (or a plain MLP, ``torso="mlp"``), IMPALA CNN encoder, random Fourier features (lemma 1, eq. 12), tanh-Gaussian
 policy (eq. 13-15), contrastive critic (eq. 9-11) and a twin Q network for the baselines.
 """
 
 from cvl_models.critic import ContrastiveCritic, StateActionEmbedding, StateEmbedding, l2_normalize
 from cvl_models.encoder import FlatEncoder, make_encoder
 from cvl_models.impala import ImpalaEncoder
-from cvl_models.mlp import DenseMLP
+from cvl_models.mlp import TORSOS, DenseMLP, PlainMLP, Torso, make_mlp
 from cvl_models.policy import TanhGaussianPolicy
 from cvl_models.q import QNetwork, TwinQ, ValueNetwork
 from cvl_models.rff import RandomFourierFeatures
@@ -17,15 +17,19 @@ __version__ = "0.1.0"
 __all__ = [
     "ContrastiveCritic",
     "DenseMLP",
+    "PlainMLP",
     "FlatEncoder",
     "ImpalaEncoder",
     "QNetwork",
     "RandomFourierFeatures",
     "StateActionEmbedding",
     "StateEmbedding",
+    "TORSOS",
     "TanhGaussianPolicy",
+    "Torso",
     "TwinQ",
     "ValueNetwork",
     "l2_normalize",
     "make_encoder",
+    "make_mlp",
 ]

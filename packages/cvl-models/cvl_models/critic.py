@@ -30,7 +30,7 @@ from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
 from cvl_models.encoder import make_encoder
-from cvl_models.mlp import DenseMLP
+from cvl_models.mlp import Torso, make_mlp
 
 __all__ = ["ContrastiveCritic", "StateActionEmbedding", "StateEmbedding", "l2_normalize"]
 
@@ -52,13 +52,14 @@ class StateActionEmbedding(nn.Module):
         latent_dim: int,
         hidden: Sequence[int],
         normalize: bool,
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
         self.normalize = bool(normalize)
         self.encoder = make_encoder(self.obs_shape)
-        self.mlp = DenseMLP(self.encoder.out_dim + self.action_dim, latent_dim, hidden)
+        self.mlp = make_mlp(self.encoder.out_dim + self.action_dim, latent_dim, hidden, torso)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
@@ -77,13 +78,18 @@ class StateEmbedding(nn.Module):
     """
 
     def __init__(
-        self, obs_shape: Sequence[int], latent_dim: int, hidden: Sequence[int], normalize: bool
+        self,
+        obs_shape: Sequence[int],
+        latent_dim: int,
+        hidden: Sequence[int],
+        normalize: bool,
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.normalize = bool(normalize)
         self.encoder = make_encoder(self.obs_shape)
-        self.mlp = DenseMLP(self.encoder.out_dim, latent_dim, hidden)
+        self.mlp = make_mlp(self.encoder.out_dim, latent_dim, hidden, torso)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         check_trailing(obs, self.obs_shape, "psi obs")
@@ -101,6 +107,8 @@ class ContrastiveCritic(nn.Module):
         hidden: DenseNet widths of both networks (paper: 256 x 256).
         normalize: l2-normalise ``phi`` and ``psi`` outputs (paper: yes).
         temperature: InfoNCE temperature (paper: 1); a constant, not trained.
+        torso: MLP of both networks: ``"densenet"`` (the paper's, default) or ``"mlp"``
+            (plain Linear+ReLU, `cvl_models.mlp.make_mlp`).
 
     Submodules ``phi_net`` (:class:`StateActionEmbedding`) and ``psi_net``
     (:class:`StateEmbedding`) have separate encoders. Parameters (defaults): 214_272 for
@@ -116,6 +124,7 @@ class ContrastiveCritic(nn.Module):
         hidden: Sequence[int] = (256, 256),
         normalize: bool = True,
         temperature: float = 1.0,
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         if latent_dim < 1 or action_dim < 1:
@@ -128,9 +137,11 @@ class ContrastiveCritic(nn.Module):
         self.normalize = bool(normalize)
         self.temperature = float(temperature)
         self.phi_net = StateActionEmbedding(
-            self.obs_shape, self.action_dim, self.latent_dim, hidden, self.normalize
+            self.obs_shape, self.action_dim, self.latent_dim, hidden, self.normalize, torso
         )
-        self.psi_net = StateEmbedding(self.obs_shape, self.latent_dim, hidden, self.normalize)
+        self.psi_net = StateEmbedding(
+            self.obs_shape, self.latent_dim, hidden, self.normalize, torso
+        )
 
     def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """State-action embedding ``(B, latent_dim)`` (any batch shape ``B``)."""

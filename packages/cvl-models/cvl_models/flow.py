@@ -28,23 +28,29 @@ from torch import nn
 
 from cvl_models._checks import check_trailing
 from cvl_models.encoder import make_encoder
-from cvl_models.mlp import DenseMLP
+from cvl_models.mlp import Torso, make_mlp
 from cvl_models.noise import standard_normal
 
 __all__ = ["FlowPolicy", "OneStepPolicy", "VelocityField", "euler_integrate"]
 
 
 class VelocityField(nn.Module):
-    """``v(s, x_t, t)``: encoder, then a DenseNet MLP on ``[enc(s), x_t, t]`` -> ``(*batch, A)``."""
+    """``v(s, x_t, t)``: encoder, then an MLP (``torso``, default DenseNet) on ``[enc(s), x_t, t]`` -> ``(*batch, A)``."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_dim: int, hidden: Sequence[int] = (256, 256)
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
         self.encoder = make_encoder(self.obs_shape)
-        self.net = DenseMLP(self.encoder.out_dim + self.action_dim + 1, self.action_dim, hidden)
+        self.net = make_mlp(
+            self.encoder.out_dim + self.action_dim + 1, self.action_dim, hidden, torso
+        )
 
     def forward(self, obs: torch.Tensor, x_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         check_trailing(x_t, (self.action_dim,), "VelocityField x_t")
@@ -54,16 +60,20 @@ class VelocityField(nn.Module):
 
 
 class OneStepPolicy(nn.Module):
-    """``mu(s, z)``: encoder, then a DenseNet MLP on ``[enc(s), z]`` -> ``(*batch, A)``."""
+    """``mu(s, z)``: encoder, then an MLP (``torso``, default DenseNet) on ``[enc(s), z]`` -> ``(*batch, A)``."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_dim: int, hidden: Sequence[int] = (256, 256)
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
         self.encoder = make_encoder(self.obs_shape)
-        self.net = DenseMLP(self.encoder.out_dim + self.action_dim, self.action_dim, hidden)
+        self.net = make_mlp(self.encoder.out_dim + self.action_dim, self.action_dim, hidden, torso)
 
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         check_trailing(noise, (self.action_dim,), "OneStepPolicy noise")
@@ -105,15 +115,19 @@ class FlowPolicy(nn.Module):
     """
 
     def __init__(
-        self, obs_shape: Sequence[int], action_dim: int, hidden: Sequence[int] = (256, 256)
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         if action_dim < 1:
             raise ValueError(f"FlowPolicy: action_dim must be >= 1, got {action_dim}")
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
-        self.velocity = VelocityField(self.obs_shape, self.action_dim, hidden)
-        self.onestep = OneStepPolicy(self.obs_shape, self.action_dim, hidden)
+        self.velocity = VelocityField(self.obs_shape, self.action_dim, hidden, torso)
+        self.onestep = OneStepPolicy(self.obs_shape, self.action_dim, hidden, torso)
 
     def _noise_shape(self, obs: torch.Tensor, num_samples: int | None) -> tuple[int, ...]:
         batch = check_trailing(obs, self.obs_shape, "FlowPolicy obs")
@@ -121,12 +135,12 @@ class FlowPolicy(nn.Module):
         return (*lead, *batch, self.action_dim)
 
     def _noise(self, obs: torch.Tensor, num_samples: int | None) -> torch.Tensor:
-        dtype = self.onestep.net.out.weight.dtype
+        dtype = next(self.onestep.parameters()).dtype
         return standard_normal(self._noise_shape(obs, num_samples), dtype, obs.device)
 
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
         """``clip(mu(s, 0))``: ``(*batch, A)``."""
-        dtype = self.onestep.net.out.weight.dtype
+        dtype = next(self.onestep.parameters()).dtype
         noise = torch.zeros(self._noise_shape(obs, None), dtype=dtype, device=obs.device)
         return self.onestep(obs, noise).clamp(-1.0, 1.0)
 

@@ -1,4 +1,7 @@
-"""DenseNet MLP of the paper's appendix (table 1: "256 x 256 DenseNet", LayerNorm between layers).
+"""The MLP torsos: the paper's DenseNet (default) and a plain Linear+ReLU MLP; `make_mlp` builds
+either, and every network of `cvl_models` builds its MLP through it (``torso`` argument).
+
+DenseNet MLP of the paper's appendix (table 1: "256 x 256 DenseNet", LayerNorm between layers).
 
 Architecture (for ``hidden=(h_1, ..., h_L)``, input ``x`` of width ``in_dim``)::
 
@@ -21,11 +24,20 @@ Parameter count for the default ``hidden=(256, 256)``::
 
 e.g. ``DenseMLP(43, 64)`` (Meta-World state 39 + action 4 -> latent 64): 108_288 parameters;
 ``DenseMLP(39, 8)`` (policy net for 4 actions): 89_408 parameters.
+
+Plain MLP (``torso="mlp"``, `PlainMLP`): the architecture of Stable-Baselines3, d3rlpy and most
+papers, for comparisons at equal architecture::
+
+    z_1 = relu(Linear(x)); z_k = relu(Linear(z_{k-1})); out = Linear(z_L)
+
+with ``sum_k (h_{k-1} + 1) h_k + (h_L + 1) out_dim`` parameters (``h_0 = in_dim``); for
+``hidden=(256, 256)``: ``66_048 + 256*in_dim + 257*out_dim``, e.g. ``PlainMLP(43, 1)``: 77_313.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +45,28 @@ from torch import nn
 
 from cvl_models._checks import check_trailing
 
-__all__ = ["DenseMLP"]
+__all__ = ["TORSOS", "DenseMLP", "PlainMLP", "Torso", "make_mlp"]
+
+Torso = Literal["densenet", "mlp"]
+"""The MLP torso of a network: the paper's DenseNet with LayerNorm, or a plain Linear+ReLU MLP."""
+TORSOS: tuple[str, ...] = ("densenet", "mlp")
+
+
+def make_mlp(
+    in_dim: int, out_dim: int, hidden: Sequence[int] = (256, 256), torso: Torso = "densenet"
+) -> DenseMLP | PlainMLP:
+    """The MLP ``(*batch, in_dim) -> (*batch, out_dim)`` of torso ``torso``: `DenseMLP` (the
+    paper's, default) or `PlainMLP`. Both have ``forward`` and ``forward_shared``."""
+    if torso == "densenet":
+        return DenseMLP(in_dim, out_dim, hidden)
+    if torso == "mlp":
+        return PlainMLP(in_dim, out_dim, hidden)
+    raise ValueError(f"unknown torso {torso!r}; known: {TORSOS}")
+
+
+def _check_sizes(name: str, in_dim: int, out_dim: int, hidden: Sequence[int]) -> None:
+    if in_dim < 1 or out_dim < 1 or any(h < 1 for h in hidden):
+        raise ValueError(f"{name}: bad sizes in_dim={in_dim} out_dim={out_dim} {hidden=}")
 
 
 class DenseMLP(nn.Module):
@@ -53,8 +86,7 @@ class DenseMLP(nn.Module):
 
     def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (256, 256)) -> None:
         super().__init__()
-        if in_dim < 1 or out_dim < 1 or any(h < 1 for h in hidden):
-            raise ValueError(f"DenseMLP: bad sizes in_dim={in_dim} out_dim={out_dim} {hidden=}")
+        _check_sizes("DenseMLP", in_dim, out_dim, hidden)
         self.in_dim = int(in_dim)
         self.out_dim = int(out_dim)
         self.hidden = tuple(int(h) for h in hidden)
@@ -93,12 +125,7 @@ class DenseMLP(nn.Module):
         matmul FLOPs; equal to ``forward`` on the broadcast concatenation within float rounding
         (a test checks it).
         """
-        d_s = shared.shape[-1]
-        if d_s < 1 or d_s + per_item.shape[-1] != self.in_dim:
-            raise ValueError(
-                f"DenseMLP.forward_shared: widths {d_s} + {per_item.shape[-1]} must make "
-                f"in_dim={self.in_dim} (each >= 1)"
-            )
+        _check_shared_widths("DenseMLP", self.in_dim, shared, per_item)
         dtype = self.out.weight.dtype
         shared, per_item = shared.to(dtype), per_item.to(dtype)
         z = None
@@ -108,6 +135,59 @@ class DenseMLP(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_dim={self.in_dim}, out_dim={self.out_dim}, hidden={self.hidden}"
+
+
+class PlainMLP(nn.Module):
+    """Plain MLP: ``(*batch, in_dim) -> (*batch, out_dim)``, Linear+ReLU hidden layers and a
+    linear output (no norm, no skip connections; SB3's and d3rlpy's architecture).
+
+    Args: as `DenseMLP`'s. Parameter count: see the module docstring (``66_048 + 256*in_dim +
+    257*out_dim`` for the default widths).
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (256, 256)) -> None:
+        super().__init__()
+        _check_sizes("PlainMLP", in_dim, out_dim, hidden)
+        self.in_dim = int(in_dim)
+        self.out_dim = int(out_dim)
+        self.hidden = tuple(int(h) for h in hidden)
+        widths = (self.in_dim, *self.hidden)
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.out = nn.Linear(widths[-1], self.out_dim)
+        self.act = nn.ReLU(inplace=True)  # on the linear's fresh output: its backward needs inputs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Map ``(*batch, in_dim)`` to ``(*batch, out_dim)``."""
+        check_trailing(x, (self.in_dim,), "PlainMLP input")
+        h = x.to(self.out.weight.dtype)
+        for linear in self.linears:
+            h = self.act(linear(h))
+        return self.out(h)
+
+    def forward_shared(self, shared: torch.Tensor, per_item: torch.Tensor) -> torch.Tensor:
+        """``forward(concat[shared, per_item])`` with ``shared`` broadcast over leading item dims
+        (as `DenseMLP.forward_shared`): only the first layer sees the input, so only its
+        ``W_s s`` product (and bias) is computed once per state."""
+        _check_shared_widths("PlainMLP", self.in_dim, shared, per_item)
+        dtype = self.out.weight.dtype
+        layers = [*self.linears, self.out]
+        h = _split_linear(layers[0], None, shared.to(dtype), per_item.to(dtype))
+        for linear in layers[1:]:
+            h = linear(self.act(h))
+        return h
+
+    def extra_repr(self) -> str:
+        return f"in_dim={self.in_dim}, out_dim={self.out_dim}, hidden={self.hidden}"
+
+
+def _check_shared_widths(
+    name: str, in_dim: int, shared: torch.Tensor, per_item: torch.Tensor
+) -> None:
+    d_s, d_p = shared.shape[-1], per_item.shape[-1]
+    if d_s < 1 or d_p < 1 or d_s + d_p != in_dim:
+        raise ValueError(
+            f"{name}.forward_shared: widths {d_s} + {d_p} must make in_dim={in_dim} (each >= 1)"
+        )
 
 
 def _split_linear(

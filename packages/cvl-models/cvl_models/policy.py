@@ -28,7 +28,7 @@ from torch import nn
 
 from cvl_models._checks import check_trailing
 from cvl_models.encoder import make_encoder
-from cvl_models.mlp import DenseMLP
+from cvl_models.mlp import Torso, make_mlp
 from cvl_models.noise import standard_normal
 
 __all__ = [
@@ -92,6 +92,8 @@ class TanhGaussianPolicy(nn.Module):
         action_dim: ``A``; actions lie in ``(-1, 1)^A``.
         hidden: DenseNet widths (paper: 256 x 256).
         log_std_min, log_std_max: bounds of the log-std (smooth tanh rescale).
+        torso: ``"densenet"`` (the paper's, default) or ``"mlp"`` (plain Linear+ReLU,
+            `cvl_models.mlp.make_mlp`).
 
     Shapes (``B`` may be any batch shape): ``forward(obs) -> (mean, log_std)`` each ``(B, A)``;
     ``sample(obs) -> (B, A), (B,)``; ``sample(obs, N) -> (N, B, A), (N, B)``;
@@ -108,6 +110,7 @@ class TanhGaussianPolicy(nn.Module):
         hidden: Sequence[int] = (256, 256),
         log_std_min: float = -5.0,
         log_std_max: float = 2.0,
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         if action_dim < 1:
@@ -119,7 +122,7 @@ class TanhGaussianPolicy(nn.Module):
         self.log_std_min = float(log_std_min)
         self.log_std_max = float(log_std_max)
         self.encoder = make_encoder(self.obs_shape)
-        self.net = DenseMLP(self.encoder.out_dim, 2 * self.action_dim, hidden)
+        self.net = make_mlp(self.encoder.out_dim, 2 * self.action_dim, hidden, torso)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and bounded log-std of the pre-tanh Gaussian, each ``(*batch, A)``."""

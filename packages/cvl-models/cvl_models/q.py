@@ -20,7 +20,7 @@ from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
 from cvl_models.encoder import make_encoder
-from cvl_models.mlp import DenseMLP
+from cvl_models.mlp import Torso, make_mlp
 
 __all__ = ["QNetwork", "TwinQ", "ValueNetwork"]
 
@@ -29,13 +29,17 @@ class QNetwork(nn.Module):
     """``Q(s, a)``: ``(*batch, *obs_shape), (*batch, A) -> (*batch,)``."""
 
     def __init__(
-        self, obs_shape: Sequence[int], action_dim: int, hidden: Sequence[int] = (256, 256)
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
         self.encoder = make_encoder(self.obs_shape)
-        self.mlp = DenseMLP(self.encoder.out_dim + self.action_dim, 1, hidden)
+        self.mlp = make_mlp(self.encoder.out_dim + self.action_dim, 1, hidden, torso)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         obs_batch = check_trailing(obs, self.obs_shape, "Q obs")
@@ -72,21 +76,26 @@ class TwinQ(nn.Module):
         obs_shape: ``(d,)`` for states or ``(H, W, C)`` for uint8 pixels.
         action_dim: ``A``.
         hidden: DenseNet widths (paper: 256 x 256).
+        torso: ``"densenet"`` (the paper's, default) or ``"mlp"`` (`cvl_models.mlp.make_mlp`).
 
     Parameters (defaults): 178_776 for Meta-World states (39, 4 actions), 137_736 for
     Mountain Car, 2_580_618 for 84 x 84 x 3 pixels (module docstring).
     """
 
     def __init__(
-        self, obs_shape: Sequence[int], action_dim: int, hidden: Sequence[int] = (256, 256)
+        self,
+        obs_shape: Sequence[int],
+        action_dim: int,
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
     ) -> None:
         super().__init__()
         if action_dim < 1:
             raise ValueError(f"TwinQ: action_dim must be >= 1, got {action_dim}")
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.action_dim = int(action_dim)
-        self.q1 = QNetwork(self.obs_shape, self.action_dim, hidden)
-        self.q2 = QNetwork(self.obs_shape, self.action_dim, hidden)
+        self.q1 = QNetwork(self.obs_shape, self.action_dim, hidden, torso)
+        self.q2 = QNetwork(self.obs_shape, self.action_dim, hidden, torso)
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Both Q-values, each ``(B,)`` (any batch shape ``B``)."""
@@ -100,15 +109,20 @@ class TwinQ(nn.Module):
 class ValueNetwork(nn.Module):
     """State value ``V(s)``: ``(*batch, *obs_shape) -> (*batch,)`` (IQL's expectile value).
 
-    An encoder (identity for states, IMPALA for pixels) and a DenseNet MLP with one output, the
-    same architecture as a `QNetwork` without the action input.
+    An encoder (identity for states, IMPALA for pixels) and an MLP of ``torso`` (default the
+    DenseNet) with one output, the same architecture as a `QNetwork` without the action input.
     """
 
-    def __init__(self, obs_shape: Sequence[int], hidden: Sequence[int] = (256, 256)) -> None:
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        hidden: Sequence[int] = (256, 256),
+        torso: Torso = "densenet",
+    ) -> None:
         super().__init__()
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.encoder = make_encoder(self.obs_shape)
-        self.mlp = DenseMLP(self.encoder.out_dim, 1, hidden)
+        self.mlp = make_mlp(self.encoder.out_dim, 1, hidden, torso)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         check_trailing(obs, self.obs_shape, "V obs")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cvl_models import Torso
+
 EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 """The values of `CVLConfig.policy_extraction`."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
@@ -40,6 +42,10 @@ class CVLConfig:
     """Global gradient-norm clip applied to each optimiser step."""
     hidden: tuple[int, ...] = (256, 256)
     """DenseNet MLP widths of phi, psi and the policy."""
+    torso: Torso = "densenet"
+    """MLP torso of phi, psi and the policy: ``"densenet"``, the paper's DenseNet with LayerNorm (table 1), or
+    ``"mlp"``, plain Linear+ReLU layers of the same widths (SB3's and d3rlpy's architecture, for
+    comparisons at equal architecture; `cvl_models.mlp.make_mlp`)."""
 
     # Contrastive critic (eq. 9-10, table 2).
     latent_dim: int = 64

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from cvl_algos.common import make_adam
+from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
@@ -75,7 +75,7 @@ from cvl_algos.cvl.q import (
 )
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
-from cvl_models import ContrastiveCritic, TanhGaussianPolicy
+from cvl_models import ContrastiveCritic
 from cvl_models.flow import FlowPolicy
 from cvl_models.rff import make_random_features
 
@@ -136,6 +136,7 @@ class CVLLearner(PretrainingLearner):
                 hidden=cfg.hidden,
                 normalize=cfg.normalize,
                 temperature=cfg.temperature,
+                torso=cfg.torso,
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
             self.policy = self._make_policy()
@@ -161,14 +162,10 @@ class CVLLearner(PretrainingLearner):
         """The tanh-Gaussian of eq. 13-15, or a `FlowPolicy` for the flow extractions."""
         cfg: CVLConfig = self.config
         if cfg.policy_extraction in FLOW_EXTRACTIONS:
-            return FlowPolicy(self.obs_shape, self.action_dim, hidden=cfg.hidden).to(self.device)
-        return TanhGaussianPolicy(
-            self.obs_shape,
-            self.action_dim,
-            hidden=cfg.hidden,
-            log_std_min=cfg.log_std_min,
-            log_std_max=cfg.log_std_max,
-        ).to(self.device)
+            policy = FlowPolicy(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+        else:
+            policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+        return policy.to(self.device)
 
     # -- checkpoint contents ----------------------------------------------------------------------
 

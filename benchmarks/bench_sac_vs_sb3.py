@@ -1,0 +1,243 @@
+"""Same-run SAC data collection: ours (`cvl_eval.datagen.sac`) against Stable-Baselines3's SAC.
+
+Setup (issue 28): Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512,
+Adam at 3e-4, one update per collected frame once the warm-up frames are collected.
+
+Contenders (each with its own env, replay buffer and networks, seed 0):
+
+- ``ours``: the loop `generate_sac` runs per episode (`run_sac_episode`: act, env step, store in
+  the replay buffer, update), the paper's DenseNet + LayerNorm torso; episodes are not written
+  to disk (SB3 writes nothing either);
+- ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
+- ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=[256, 256], batch_size=512,
+  train_freq=1, gradient_steps=1, learning_starts=warm-up)``, continued with
+  ``learn(100, reset_num_timesteps=False)`` per turn. SB3 clips no gradients; ours clips at 100.
+
+What is timed: a contender collects one episode per turn, 100 frames (the env's time limit is
+set to 100 for both, so that turns are short and a neighbour's load changes hit every contender
+alike; resets cost the same on both sides); contenders take turns. The first 5 turns are the
+warm-up (500 uniform random actions, no updates: ours ``warmup_frames``, SB3
+``learning_starts``), reported on their own; the next ``rounds`` turns are the steady state (an
+action from the policy and one update per frame). The table shows the median frames/s over the
+steady rounds with their min-max; ratios are of medians.
+
+FLOP bound (`flop_bound`): the matmul FLOPs of one update of each contender on a fixed batch
+(``FlopCounterMode``), divided into this machine's measured GEMM throughput at the thread count,
+gives the updates/s of an update made only of matmuls. A collected frame also steps the env and
+stores the transition, which the warm-up frames measure (the same work without the update), so
+the frame bound is ``1 / (flops / peak + 1 / warm-up rate)``. Each ratio line prints its ceiling:
+ours at its frame bound against the other contender as measured.
+
+SB3 is optional and benchmark-only (not in the Pants lockfile); install it beside torch 2.13.0:
+``pip install stable-baselines3 'torch==2.13.0'``. Run from the repository root:
+
+    PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
+        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cvl_algos.runtime import process_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
+from benchmarks.flop_bound import gemm_flops_per_s, update_flops  # noqa: E402
+
+TASK = "drawer-open"
+HIDDEN = (256, 256)
+BATCH = 512
+LR = 3e-4
+TURN = 100  # frames per turn: the episode's time limit (Meta-World's own is 500)
+WARMUP = 500  # random frames before the first update: 5 turns
+SB3_MISSING = (
+    "stable-baselines3 is not importable: install it beside torch 2.13.0 "
+    "(`pip install stable-baselines3 'torch==2.13.0'`) or leave `sb3` out of --contenders."
+)
+
+
+@dataclass
+class Contender:
+    """``episode()`` collects one more episode (500 frames); ``flop_step()`` is one update on a
+    fixed batch (what the FLOP counter sees)."""
+
+    name: str
+    episode: Callable[[], None]
+    flop_step: Callable[[], object]
+
+
+def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: int | None = TURN):
+    """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
+    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP), episodes of
+    ``episode_steps`` frames (None: Meta-World's 500) after ``WARMUP`` random ones."""
+    from cvl_algos import make_learner
+    from cvl_algos.sac import SACConfig
+    from cvl_data import ReplayBuffer
+    from cvl_eval.datagen.sac.config import SACDataConfig
+    from cvl_eval.envs.make import make_env
+
+    torso = {"torso": "mlp"} if name == "ours_mlp" else {}  # else the default, DenseNet
+    sac = SACConfig(hidden=HIDDEN, batch_size=BATCH, lr=LR, **torso)
+    config = SACDataConfig(
+        TASK,
+        frames=frames_total,
+        warmup_frames=WARMUP,
+        sac=sac,
+        seed=seed,
+        max_episode_steps=episode_steps,
+    )
+    env = make_env(config.env, **config.env_options())
+    action_dim = int(np.prod(env.action_space.shape))
+    obs_shape = env.observation_space.shape
+    learner = make_learner("sac", obs_shape, action_dim, "cpu", seed, **dataclasses.asdict(sac))
+    return env, learner, ReplayBuffer(frames_total, obs_shape, action_dim), config
+
+
+def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
+    """Our SAC collection loop (`run_sac_episode`) with the torso of ``name``."""
+    from cvl_eval.datagen.sac.episode import run_sac_episode
+
+    env, learner, buffer, config = our_collection(name, WARMUP + TURN * rounds, seed)
+    state = {"frames": 0, "episode": 0}
+
+    def episode() -> None:
+        _, state["frames"] = run_sac_episode(
+            env, learner, buffer, config, state["episode"], state["frames"], None, lambda: None
+        )
+        state["episode"] += 1
+
+    def flop_step():
+        return learner.update(buffer.sample(BATCH, torch.Generator().manual_seed(0)))
+
+    return Contender(name, episode, flop_step)
+
+
+def sb3_available() -> bool:
+    try:
+        import stable_baselines3  # noqa: F401  # pants: no-infer-dep
+    except ImportError:
+        return False
+    return True
+
+
+def sb3_contender(rounds: int, seed: int = 0) -> Contender:
+    """Stable-Baselines3's SAC on the same env at the same sizes."""
+    from stable_baselines3 import SAC  # pants: no-infer-dep
+
+    from cvl_eval.envs.make import make_env
+
+    model = SAC(
+        "MlpPolicy",
+        make_env(TASK, seed=seed, max_episode_steps=TURN),
+        learning_rate=LR,
+        buffer_size=WARMUP + TURN * rounds,
+        learning_starts=WARMUP,
+        batch_size=BATCH,
+        train_freq=1,
+        gradient_steps=1,
+        policy_kwargs={"net_arch": list(HIDDEN)},
+        seed=seed,
+        device="cpu",
+    )
+
+    def episode() -> None:
+        model.learn(TURN, reset_num_timesteps=False, progress_bar=False)
+
+    return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=BATCH))
+
+
+def interleaved_rates(
+    contenders: list[Contender], rounds: int
+) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns) and steady frames/s per round
+    of each contender."""
+    warmup_seconds = {c.name: 0.0 for c in contenders}
+    steady: dict[str, list[float]] = {c.name: [] for c in contenders}
+    for turn in range(WARMUP // TURN + rounds):
+        for contender in contenders:
+            start = time.perf_counter()
+            contender.episode()
+            seconds = time.perf_counter() - start
+            if turn < WARMUP // TURN:
+                warmup_seconds[contender.name] += seconds
+            else:
+                steady[contender.name].append(TURN / seconds)
+    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady
+
+
+def print_table(warmup, steady, flops, peak) -> dict[str, float]:
+    """Frames/s, GFLOP per update and the bounds; returns each contender's frame bound."""
+    print(
+        f"{'contender':<10}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}"
+        f"{'GFLOP':>8}{'upd/s bound':>13}{'frame bound':>13}{'%bound':>8}"
+    )
+    frame_bounds = {}
+    for name, values in steady.items():
+        median = statistics.median(values)
+        update_bound = peak / flops[name]
+        frame_bounds[name] = 1.0 / (flops[name] / peak + 1.0 / warmup[name])
+        print(
+            f"{name:<10}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
+            f"{flops[name] / 1e9:>8.2f}{update_bound:>13.1f}{frame_bounds[name]:>13.1f}"
+            f"{100 * median / frame_bounds[name]:>7.0f}%"
+        )
+    return frame_bounds
+
+
+def print_ratios(steady, frame_bounds) -> None:
+    """Each pair's ratio of median steady frames/s, with ours at its frame bound as ceiling."""
+    pairs = (
+        ("ours", "sb3", "ours (DenseNet+LayerNorm) / SB3 (plain MLP)"),
+        ("ours_mlp", "sb3", "ours (plain MLP) / SB3 (plain MLP)"),
+        ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
+    )
+    print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}")
+    for ours, theirs, label in pairs:
+        if ours in steady and theirs in steady:
+            theirs_rate = statistics.median(steady[theirs])
+            ratio = statistics.median(steady[ours]) / theirs_rate
+            print(f"{label:<46}{ratio:>6.2f}x{frame_bounds[ours] / theirs_rate:>8.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10, help="steady turns of 100 frames")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--contenders", nargs="+", default=["ours", "ours_mlp", "sb3"])
+    args = parser.parse_args()
+    if "sb3" in args.contenders and not sb3_available():
+        sys.exit(SB3_MISSING)
+    with process_settings(args.threads):  # threads, and malloc as generation sets them
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """The benchmark, under the process settings SAC generation uses (`cvl_algos.runtime`)."""
+    contenders = [
+        sb3_contender(args.rounds) if name == "sb3" else our_contender(name, args.rounds)
+        for name in args.contenders
+    ]
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {TASK}, hidden "
+        f"{HIDDEN}, batch {BATCH}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
+        f"frames (random actions, no updates), then {args.rounds} steady rounds"
+    )
+    peak = gemm_flops_per_s([(BATCH, 256, 256), (BATCH, 299, 256), (BATCH, 43, 256)])
+    print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")
+    warmup, steady = interleaved_rates(contenders, args.rounds)
+    flops = {c.name: update_flops(c.flop_step) for c in contenders}
+    print_ratios(steady, print_table(warmup, steady, flops, peak))
+
+
+if __name__ == "__main__":
+    main()
