@@ -1,6 +1,6 @@
 """Same-run SAC data collection: ours (`cvl_eval.datagen.sac`) against Stable-Baselines3's SAC.
 
-Setup (issue 28): Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512,
+Setup: Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512,
 Adam at 3e-4, one update per collected frame once the warm-up frames are collected.
 
 Contenders (each with its own env, replay buffer and networks, seed 0):

@@ -1,4 +1,4 @@
-"""The hard suite: data where keeping the best episodes is not enough (issue 26, section 3).
+"""The hard suite: data where keeping the best episodes is not enough.
 
 On the mixed suite (`cvl_eval.datagen.mixed_suite`) a quarter of the episodes solve the task end
 to end, so behaviour cloning on the top 10% by return is nearly optimal. No episode of the
