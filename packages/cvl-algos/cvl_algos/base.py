@@ -344,13 +344,12 @@ class LearnerBase:
     ) -> LearnerBase:
         """A fresh learner built from a checkpoint's ``state`` (class, config, shapes, seed)."""
         name = state.get("algorithm")
-        learner_cls = cls if name is not None and cls.name == name else _registered_class(name)
-        if learner_cls is None or getattr(learner_cls, "name", None) != name:
-            from cvl_algos.registry import ALGORITHMS
-
+        learner_cls = cls if name is not None and cls.name == name else _loaded_class(name)
+        if learner_cls is None:
             raise CheckpointError(
-                f"{file} (field 'algorithm'): unknown algorithm {name!r}; a checkpoint names a "
-                f"registered algorithm ({sorted(ALGORITHMS)}), never code to import"
+                f"{file} (field 'algorithm'): unknown algorithm {name!r} (no learner class of "
+                f"that name is loaded; `cvl_algos.load_learner` loads any registered algorithm); "
+                f"a checkpoint names an algorithm, never code to import"
             )
         if not isinstance(learner_cls, type) or not issubclass(learner_cls, cls):
             raise CheckpointError(
@@ -416,11 +415,18 @@ class LearnerBase:
         return learner
 
 
-def _registered_class(name: Any) -> type | None:
-    """The learner class registered under ``name`` (`cvl_algos.registry`), or None. A checkpoint's
-    ``learner_class`` string is never imported: a checkpoint is data, not code."""
-    from cvl_algos.registry import ALGORITHMS, learner_class  # the registry sits above learners
-
-    if not isinstance(name, str) or name not in ALGORITHMS:
+def _loaded_class(name: Any) -> type | None:
+    """The loaded learner class (`LearnerBase` or a subclass, imported by someone) whose ``name``
+    is ``name``, or None. A checkpoint's ``learner_class`` string is never imported: a checkpoint
+    is data, not code. `cvl_algos.registry.load_learner` imports the registered learners first,
+    so that any registered name resolves; the registry sits above the learners, so this module
+    does not import it."""
+    if not isinstance(name, str):
         return None
-    return learner_class(name)
+    pending: list[type] = [LearnerBase]
+    while pending:
+        klass = pending.pop()
+        if klass.__dict__.get("name") == name:
+            return klass
+        pending.extend(klass.__subclasses__())
+    return None

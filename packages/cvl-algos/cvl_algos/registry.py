@@ -103,6 +103,8 @@ def load_learner(
     """Load any learner saved with ``learner.save(dir)``: the class registered under its saved
     algorithm name; an unregistered name is a `CheckpointError` (nothing the checkpoint names is
     imported). ``allow_unverified``: load a checkpoint without ``checksums.json`` (warned)."""
+    for name in list(ALGORITHMS):
+        learner_class(name)  # the registry's own import paths, so that every name resolves
     return LearnerBase.load(
         dir,
         device=device,
