@@ -423,7 +423,7 @@ def _loaded_class(name: Any) -> type | None:
     does not import it."""
     if not isinstance(name, str):
         return None
-    pending: list[type] = [LearnerBase]
+    pending: list[type] = LearnerBase.__subclasses__()
     while pending:
         klass = pending.pop()
         if klass.__dict__.get("name") == name:
