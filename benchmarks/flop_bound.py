@@ -6,6 +6,14 @@ what it counts), ``gemm_flops_per_s`` times float32 GEMMs of the given shapes at
 thread count and returns the best rate; ``peak / flops`` is then the steps/s of an update made
 of nothing but its matmuls at that rate, an upper bound for any implementation of the same
 arithmetic on this machine.
+
+``gemm_replay_seconds`` is the tighter bound: it records the matrix products one call makes
+(``mm``, ``addmm``, ``bmm``, ``baddbmm``) with copies of their operands, in their layouts, and
+times running exactly those products again. An update's products are not all the square,
+cache-friendly shapes ``gemm_flops_per_s`` measures: a backward pass also multiplies by
+transposed activations (the weight gradients), by a width-1 output layer's gradient (an outer
+product) and through a narrow input layer, which run below the best rate. The replay time is
+what the update's matmuls alone cost at their own shapes.
 """
 
 from __future__ import annotations
@@ -14,7 +22,16 @@ import time
 from collections.abc import Callable, Iterable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
+
+MATMULS = (
+    torch.ops.aten.mm.default,
+    torch.ops.aten.addmm.default,
+    torch.ops.aten.bmm.default,
+    torch.ops.aten.baddbmm.default,
+)
+"""The ATen matrix products `gemm_replay_seconds` records."""
 
 
 def update_flops(step: Callable[[], object]) -> int:
@@ -43,6 +60,48 @@ def gemm_flops_per_s(
         seconds = (time.perf_counter() - start) / repeats
         best = max(best, 2 * rows * inner * cols / seconds)
     return best
+
+
+class _MatmulRecorder(TorchDispatchMode):
+    """Records each matrix product a block dispatches, with copies of its tensor operands."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[object, list[object], dict[str, object]]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in MATMULS:
+            operands = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+            self.calls.append((func, operands, dict(kwargs)))
+        return func(*args, **kwargs)
+
+
+def gemm_replay_seconds(
+    step: Callable[[], object], repeats: int = 20, device: str = "cpu"
+) -> tuple[float, int]:
+    """Fastest of ``repeats`` replays of the matrix products of one call of ``step`` (operands
+    copied in their layouts; `MATMULS`), in seconds, and how many products there were (the
+    fastest, as a bound should be: a neighbour's load only slows a replay down). ``step`` runs
+    once, recorded."""
+    recorder = _MatmulRecorder()
+    with recorder:
+        step()
+    calls = recorder.calls
+
+    def replay() -> None:
+        for func, operands, kwargs in calls:
+            func(*operands, **kwargs)
+
+    replay()  # warm-up
+    times = []
+    for _ in range(repeats):
+        synchronize(device)
+        start = time.perf_counter()
+        replay()
+        synchronize(device)
+        times.append(time.perf_counter() - start)
+    return min(times), len(calls)
 
 
 def synchronize(device: str | torch.device) -> None:

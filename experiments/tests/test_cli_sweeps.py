@@ -3,6 +3,7 @@
 import json
 import os
 
+import pytest
 import torch
 
 from experiments import generate, paper, sweep
@@ -64,7 +65,7 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
         "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
         "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
         "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1", "filtered_bc:top_fraction=0.5",
-        "--bootstrap-reps", "20", "--no-progress",
+        "--last-evals", "1", "--bootstrap-reps", "20", "--no-progress",
     ]  # fmt: skip
     assert paper.main(argv) == 0
     record = json.loads((tmp_path / "experiment.json").read_text())
@@ -85,7 +86,8 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
 
 
 def test_paper_presets_resolve_to_the_documented_budgets():
-    from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
+    from cvl_eval.errors import ConfigError
+    from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig, resolve
 
     states = resolve(PaperConfig(experiment="metaworld_states", full=True))
     assert len(states["budget"].tasks) == 50 and states["budget"].seeds == (0, 1, 2, 3, 4)
@@ -103,6 +105,13 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert small.data_kind == "mixture"  # the mixed-quality suite; --full keeps SAC's data
     mixed = resolve(PaperConfig(experiment="mixed"))["budget"]
     assert len(mixed.tasks) >= 4 and len(mixed.seeds) >= 3 and mixed.data_kind == "mixture"
+    # 10k steps, scored by the pooled last 3 of the evaluations every 2.5k (docs/results.md)
+    assert (mixed.steps, mixed.eval_every, mixed.last_evals) == (10_000, 2_500, 3)
+    assert "iql:beta=10" in mixed.overrides or "iql:beta=10" in PRESETS["mixed"].overrides
+    assert resolve(PaperConfig(experiment="mixed", last_evals=4))["budget"].last_evals == 4
+    for bad in ({"last_evals": 5}, {"last_evals": 0}, {"steps": 5_000}):
+        with pytest.raises(ConfigError, match="--last-evals must be between 1 and"):
+            resolve(PaperConfig(experiment="mixed", **bad))
     pixels = resolve(PaperConfig(experiment="metaworld_pixels"))
     assert pixels["preset"].pixels and pixels["budget"].tasks == (
         "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",

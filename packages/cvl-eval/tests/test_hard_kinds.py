@@ -131,7 +131,8 @@ def test_hard_preset_resolves_to_a_kind_per_task(tmp_path):
     budget = plan["budget"]
     assert len(budget.tasks) >= 4 and budget.seeds == (0, 1, 2)
     assert PRESETS["hard"].algorithms == PRESETS["mixed"].algorithms
-    assert (budget.hidden, budget.batch_size, budget.steps) == ((128, 128), 256, 5_000)
+    assert (budget.hidden, budget.batch_size, budget.steps) == ((128, 128), 256, 10_000)
+    assert (budget.eval_every, budget.last_evals) == (2_500, 3)
     assert [budget.kind_of(t) for t in budget.tasks] == ["stitch", "stitch", "noisy", "noisy"]
     configs = {c.kind: c.tasks for c in generate_configs(plan, config)}
     assert configs == {

@@ -99,6 +99,7 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
             algorithms=preset.algorithms,
             bootstrap_reps=config.bootstrap_reps,
             title=preset.description,
+            last_evals=budget.last_evals,
         )
     )
     result = {

@@ -78,6 +78,9 @@ class Budget:
     """Batch size of every learner (None: the learners' own, the paper's)."""
     overrides: tuple[str, ...] = ()
     """Learner overrides of this budget (``algo:key=value``), before the preset's and the user's."""
+    last_evals: int = 1
+    """Evaluations each run is scored by in the report: the pooled episodes of its last
+    ``last_evals`` evaluations (`cvl_eval.analysis.report.ReportConfig.last_evals`)."""
 
     def __post_init__(self) -> None:  # presets name tasks short; they are canonical from here
         object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
@@ -154,6 +157,8 @@ MIXED_OVERRIDES: tuple[str, ...] = (
     "cvl_mc:temperature=0.1",
     "cvl_mc:self_normalized=true",
     "cql:cql_num_samples=4",
+    "iql:beta=10",
+    "filtered_bc:top_fraction=0.2",
 )
 """The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (docs/deviations.md, one row each):
 the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without normalisation; a
@@ -164,7 +169,12 @@ against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with sel
 exp(phi.psi / 0.1) spans e^20 and 512 random features estimate it with noise far above its
 small values (Q reached -1e11 within 100 updates).
 CQL draws 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per state), a CPU
-budget choice."""
+budget choice.
+The baselines take the settings their tuning screen chose on the same budget as CVL's extraction
+screen (drawer-open and reach mixtures x 2 seeds, 10k steps, last 3 evaluations pooled;
+docs/results.md, "Policy extraction on the suite"): IQL's advantage temperature beta 10 (expectile
+x beta over {0.7, 0.9} x {3, 10}: IQM 0.58 / 0.66 / 0.57 / 0.56, the IQL paper's 0.7 / 3 first)
+and filtered BC's top 20% of episodes (fractions 0.05 / 0.1 / 0.2: IQM 0.86 / 0.96 / 0.99)."""
 
 PRESETS: dict[str, Preset] = {
     "mixed": Preset(
@@ -172,12 +182,20 @@ PRESETS: dict[str, Preset] = {
         "random): BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM "
         "and probability of improvement.",
         ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
-        # Evaluations every 2.5k steps: 10 Meta-World episodes cost ~20 s of CPU, as much as 1k
-        # CVL updates, and 72 runs must fit about 2 hours on 2 cores.
+        # 10k steps, evaluations every 2.5k (10 Meta-World episodes cost ~20 s of CPU, as much
+        # as 1k CVL updates), each run scored by its last 3 evaluations pooled (30 episodes): at
+        # 5k steps every critic-based method was still learning while filtered BC had finished
+        # (docs/results.md). Wall time on 2 cores: docs/reproducing.md.
         default=_cpu_budget(
-            MIXED_SUITE_TASKS, (0, 1, 2), data_kind="mixture", episodes=100, eval_every=2_500
+            MIXED_SUITE_TASKS,
+            (0, 1, 2),
+            data_kind="mixture",
+            episodes=100,
+            steps=10_000,
+            eval_every=2_500,
+            last_evals=3,
         ),
-        full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000),
+        full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000, last_evals=3),
         overrides=MIXED_OVERRIDES,
     ),
     "hard": Preset(
@@ -195,9 +213,13 @@ PRESETS: dict[str, Preset] = {
             data_kind="stitch",
             task_kinds=HARD_SUITE_KINDS,
             episodes=100,
+            steps=10_000,
             eval_every=2_500,
+            last_evals=3,
         ),
-        full=Budget(HARD_SUITE_TASKS, SEEDS5, "stitch", HARD_SUITE_KINDS, episodes=1000),
+        full=Budget(
+            HARD_SUITE_TASKS, SEEDS5, "stitch", HARD_SUITE_KINDS, episodes=1000, last_evals=3
+        ),
         overrides=MIXED_OVERRIDES,
     ),
     "metaworld_states": Preset(
@@ -289,6 +311,8 @@ class PaperConfig:
     """Override the SAC frames per task."""
     eval_every: int | None = None
     """Override the evaluation interval."""
+    last_evals: int | None = None
+    """Override the evaluations pooled per run in the report (the last ``last_evals``)."""
     eval_episodes: int = 10
     """Episodes per evaluation."""
     eval_max_steps: int | None = None
@@ -332,6 +356,18 @@ class PaperConfig:
             object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
 
 
+def _check_scoring(budget: Budget) -> None:
+    """The report's ``last_evals`` evaluations exist in every run of ``budget``: a run evaluates
+    every ``eval_every`` steps and at its end (`cvl_eval.training.loop`)."""
+    evaluations = -(-budget.steps // budget.eval_every) if budget.eval_every > 0 else 1
+    if not 1 <= budget.last_evals <= evaluations:
+        raise ConfigError(
+            f"--last-evals must be between 1 and the {evaluations} evaluation(s) of a run "
+            f"(--steps {budget.steps}, --eval-every {budget.eval_every}), got "
+            f"{budget.last_evals}; pass --last-evals to score by fewer"
+        )
+
+
 def resolve(config: PaperConfig) -> dict[str, Any]:
     """The preset with the budget and explicit overrides applied (what will run)."""
     if config.experiment not in PRESETS:
@@ -350,6 +386,7 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
             "eval_every",
             "hidden",
             "batch_size",
+            "last_evals",
         )
         if getattr(config, k) is not None
     }
@@ -358,6 +395,7 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
     if config.data_kind is not None:
         changes["task_kinds"] = ()  # one kind for every task
     budget = dataclasses.replace(budget, **changes)
+    _check_scoring(budget)
     if budget.tasks == ("__all__",):
         budget = dataclasses.replace(budget, tasks=TASK_NAMES)
     try:
