@@ -83,6 +83,9 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert "temperature" not in learner["learner_overrides"]  # RFF keeps the paper's 1
     mc = json.loads((runs_dir / "cvl_mc/drawer-open-v3/seed_0/config.json").read_text())
     assert mc["learner_overrides"]["temperature"] == 0.1
+    assert mc["learner_overrides"]["policy_extraction"] == "ddpgbc"  # the measured default
+    assert mc["learner_overrides"]["bc_alpha"] == 0.3
+    assert "policy_extraction" not in learner["learner_overrides"]  # RFF keeps the KL form
 
 
 def test_paper_presets_resolve_to_the_documented_budgets():

@@ -56,6 +56,7 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
     assert "| reach |" in table and "cvl_mc" in table and "random" in table
     config = json.loads((out / "runs" / "cvl_mc" / "config.json").read_text())
     assert config["learner_overrides"]["temperature"] == 0.1  # the mixed-data settings
+    assert config["learner_overrides"]["policy_extraction"] == "ddpgbc"
     for run in ("cvl_mc", "bc"):
         assert (out / "runs" / run / "final" / "tensors.safetensors").is_file()
         assert (out / "runs" / run / "progress.csv").is_file()
