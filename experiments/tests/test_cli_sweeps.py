@@ -110,7 +110,7 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert len(mixed.tasks) >= 4 and len(mixed.seeds) >= 3 and mixed.data_kind == "mixture"
     # 10k steps, scored by the pooled last 3 of the evaluations every 2.5k (docs/results.md)
     assert (mixed.steps, mixed.eval_every, mixed.last_evals) == (10_000, 2_500, 3)
-    assert "iql:beta=10" in mixed.overrides or "iql:beta=10" in PRESETS["mixed"].overrides
+    assert "iql:beta=10" in PRESETS["mixed"].overrides
     assert resolve(PaperConfig(experiment="mixed", last_evals=4))["budget"].last_evals == 4
     for bad in ({"last_evals": 5}, {"last_evals": 0}, {"steps": 5_000}):
         with pytest.raises(ConfigError, match="--last-evals must be between 1 and"):

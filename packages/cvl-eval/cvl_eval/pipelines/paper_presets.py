@@ -21,7 +21,7 @@ from cvl_eval.datagen.hard_suite import HARD_SUITE_KINDS, HARD_SUITE_TASKS
 from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
 from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, config_name, require_canonical
 from cvl_eval.errors import ConfigError
-from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES
+from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
 
 __all__ = ["CPU_OVERRIDES", "PRESETS", "Budget", "PaperConfig", "Preset", "resolve"]
 
@@ -153,11 +153,8 @@ class Preset:
 SEEDS5 = (0, 1, 2, 3, 4)
 
 MIXED_OVERRIDES: tuple[str, ...] = (
-    "cvl:self_normalized=true",
-    "cvl_mc:temperature=0.1",
-    "cvl_mc:self_normalized=true",
-    "cvl_mc:policy_extraction=ddpgbc",
-    "cvl_mc:bc_alpha=0.3",
+    # CVL's mixed-data settings, one list shared with the quickstart on mixtures
+    *(f"{algo}:{item}" for algo, items in QUICKSTART_MIXED_OVERRIDES.items() for item in items),
     "cql:cql_num_samples=4",
     "iql:beta=10",
     "filtered_bc:top_fraction=0.2",
