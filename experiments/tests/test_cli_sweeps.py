@@ -6,6 +6,7 @@ import os
 import pytest
 import torch
 
+from cvl_data import open_dataset
 from experiments import generate, paper, sweep
 
 torch.set_num_threads(1)
@@ -88,6 +89,32 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert "policy_extraction" not in learner["learner_overrides"]  # RFF keeps the KL form
 
 
+def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
+    argv = [
+        "replay", "--out-dir", str(tmp_path), "--tasks", "reach", "--seeds", "0",
+        "--frames", "60", "--sac-hidden", "8", "8", "--sac-batch-size", "8",
+        "--steps", "2", "--pretrain-steps", "2", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
+        "cql:cql_num_samples=2", "cql_uds:cql_num_samples=2",
+        "--last-evals", "1", "--bootstrap-reps", "20", "--workers", "1", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    record = json.loads((tmp_path / "experiment.json").read_text())
+    assert record["budget"]["data_kind"] == "sac"
+    assert record["budget"]["sac_hidden"] == [8, 8] and record["budget"]["sac_batch_size"] == 8
+    entry = record["generation"]["reach-v3"]
+    assert entry["kind"] == "sac" and entry["transitions"] == 60
+    sac = open_dataset(tmp_path / "data" / "reach-v3").spec.provenance["config"]["sac"]
+    assert sac["hidden"] == [8, 8] and sac["batch_size"] == 8  # the generating SAC's sizes
+    runs = sorted(p for p in os.listdir(tmp_path / "runs") if "." not in p)
+    assert runs == ["bc", "cql", "cql_uds", "cvl_mc", "cvl_mc_pretrained", "filtered_bc", "iql"]
+    pretrained = tmp_path / "runs/cvl_mc_pretrained/reach-v3/seed_0/config.json"
+    assert json.loads(pretrained.read_text())["pretrain_steps"] == 2
+    text = (tmp_path / "report" / "rliable" / "rliable.json").read_text()
+    assert "cvl_mc_pretrained" in text and "probability_of_improvement" in text
+
+
 def test_paper_presets_resolve_to_the_documented_budgets():
     from cvl_eval.errors import ConfigError
     from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig, resolve
@@ -115,6 +142,12 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     for bad in ({"last_evals": 5}, {"last_evals": 0}, {"steps": 5_000}):
         with pytest.raises(ConfigError, match="--last-evals must be between 1 and"):
             resolve(PaperConfig(experiment="mixed", **bad))
+    replay = resolve(PaperConfig(experiment="replay"))["budget"]
+    assert replay.data_kind == "sac" and replay.frames == 100_000 and len(replay.tasks) >= 3
+    assert (replay.sac_hidden, replay.sac_batch_size, replay.steps) == ((128, 128), 256, 10_000)
+    assert "cvl_mc:policy_extraction=ddpgbc" in PRESETS["replay"].overrides  # settled defaults
+    full_replay = resolve(PaperConfig(experiment="replay", full=True))["budget"]
+    assert full_replay.frames == 500_000 and full_replay.sac_hidden is None  # the paper's SAC
     pixels = resolve(PaperConfig(experiment="metaworld_pixels"))
     assert pixels["preset"].pixels and pixels["budget"].tasks == (
         "door-close-v3", "door-open-v3", "drawer-close-v3", "drawer-open-v3",

@@ -183,7 +183,8 @@ def paper(argv: Argv = None) -> int:
     pretrained on related tasks' reward-free data vs tabula rasa, learning curves),
     `rff-ablation` (CVL with vs without random Fourier features), `mountain-car` (Q_NCE vs SAC's
     Q heatmaps), `mixed` (every method on mixed-quality data), `hard` (every method on data
-    where return filtering is not enough: stitch and noisy-expert datasets). Each runs data
+    where return filtering is not enough: stitch and noisy-expert datasets), `replay` (every
+    method on SAC's whole replay buffer after 100k frames, the paper's data kind). Each runs data
     generation, a sweep and the report in `experiments_out/<experiment>` and resumes when
     re-run. The default budget is a CPU-sized subset; `--full` is the paper's (all tasks, 5
     seeds, SAC 500k-frame datasets, 100k steps). Presets and budgets:

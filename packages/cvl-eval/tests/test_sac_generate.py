@@ -137,3 +137,26 @@ def test_pixels_need_a_metaworld_task(tmp_path):
     config = SACDataConfig("MountainCarContinuous-v0", frames=10, sac=TINY)
     with pytest.raises(ValueError, match="Meta-World"):
         generate_sac(tmp_path / "s", config, pixel_path=tmp_path / "p", progress=False)
+
+
+def test_generate_config_sets_sacs_sizes_and_refuses_bad_ones(tmp_path):
+    from cvl_eval.datagen.dispatch import GenerateConfig, check_generate, generate_datasets
+    from cvl_eval.errors import ConfigError
+
+    config = GenerateConfig(
+        tasks=("reach",), out_dir=str(tmp_path), kind="sac", frames=30, warmup_frames=10,
+        max_steps=20, sac_hidden=(8, 4), sac_batch_size=5, progress=False,
+    )  # fmt: skip
+    entry = generate_datasets(config)["reach-v3"]
+    sac = load_learner(entry["sac_dir"])  # the generating SAC has the sizes asked for
+    assert sac.config.hidden == (8, 4) and sac.config.batch_size == 5
+    assert sac.config.torso == SACConfig().torso and sac.config.lr == SACConfig().lr
+    linear = [m for m in sac.policy.modules() if isinstance(m, torch.nn.Linear)]
+    assert linear[0].out_features == 8
+    unset = GenerateConfig(tasks=("reach",), kind="sac", frames=30)
+    from cvl_eval.datagen.dispatch import sac_config
+
+    assert sac_config(unset, "reach-v3").sac == SACConfig()  # SAC's own sizes by default
+    for bad, flag in (({"sac_hidden": ()}, "--sac-hidden"), ({"sac_batch_size": 0}, "--sac-b")):
+        with pytest.raises(ConfigError, match=flag):
+            check_generate(dataclasses.replace(unset, **bad))

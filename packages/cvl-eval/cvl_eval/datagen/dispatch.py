@@ -107,6 +107,11 @@ class GenerateConfig:
     environment's default (`cvl_eval.envs.defaults`; 5k, Mountain Car 10k held for 25 steps)."""
     device: str = "cpu"
     """sac: training device of SAC."""
+    sac_hidden: tuple[int, ...] | None = None
+    """sac: hidden widths of SAC's Q networks and policy (None: SAC's own, the paper's 256 x 256;
+    `cvl_algos.sac.SACConfig.hidden`)."""
+    sac_batch_size: int | None = None
+    """sac: SAC's batch size (None: SAC's own, the paper's 512)."""
     max_steps: int | None = None
     """Optional episode step limit (Meta-World: 500, Mountain Car: 999)."""
     progress: bool = True
@@ -162,7 +167,7 @@ def check_generate(config: GenerateConfig) -> list[str]:
 
 def _check_numbers(config: GenerateConfig) -> None:
     """Counts, sizes and noise levels within their ranges (each refusal names its flag)."""
-    optional = {"max_steps": 1, "warmup_frames": 0}
+    optional = {"max_steps": 1, "warmup_frames": 0, "sac_batch_size": 1}
     ok = {k: getattr(config, k) is None or getattr(config, k) >= v for k, v in optional.items()}
     check_ranges(
         config,
@@ -174,9 +179,15 @@ def _check_numbers(config: GenerateConfig) -> None:
             "epsilon": (0 <= config.epsilon <= 1, "in [0, 1]"),
             "max_steps": (ok["max_steps"], ">= 1"),
             "warmup_frames": (ok["warmup_frames"], ">= 0"),
+            "sac_batch_size": (ok["sac_batch_size"], ">= 1"),
+            "sac_hidden": (_widths_ok(config.sac_hidden), "one or more widths, each >= 1"),
             "seed": (config.seed >= 0, ">= 0"),
         },
     )
+
+
+def _widths_ok(widths: tuple[int, ...] | None) -> bool:
+    return widths is None or (len(widths) >= 1 and all(w >= 1 for w in widths))
 
 
 def dataset_paths(config: GenerateConfig, task: str) -> tuple[Path, Path | None]:
@@ -311,11 +322,16 @@ def generate_task(
 
 
 def sac_config(config: GenerateConfig, task: str):
-    """The `SACDataConfig` of ``task``: its environment's defaults, then the config's fields; the
-    warm-up never exceeds the frame budget."""
+    """The `SACDataConfig` of ``task``: its environment's defaults, then the config's fields (SAC's
+    sizes where given); the warm-up never exceeds the frame budget."""
+    from cvl_algos.sac import SACConfig
     from cvl_eval.datagen.sac.config import sac_data_config
 
     fields = {} if config.warmup_frames is None else {"warmup_frames": config.warmup_frames}
+    learner = {"hidden": config.sac_hidden, "batch_size": config.sac_batch_size}
+    if any(value is not None for value in learner.values()):
+        learner = {k: v for k, v in learner.items() if v is not None}
+        fields["sac"] = dataclasses.replace(SACConfig(), **learner)
     sac = sac_data_config(
         task,
         frames=config.frames,

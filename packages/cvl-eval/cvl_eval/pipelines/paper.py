@@ -70,6 +70,8 @@ def generate_configs(plan: dict[str, Any], config: PaperConfig) -> tuple[Generat
             pixels=plan["preset"].pixels,
             episodes=budget.episodes,
             frames=budget.frames,
+            sac_hidden=budget.sac_hidden,
+            sac_batch_size=budget.sac_batch_size,
             device=config.device,
             progress=config.progress,
         )

@@ -21,38 +21,14 @@ from cvl_eval.datagen.hard_suite import HARD_SUITE_KINDS, HARD_SUITE_TASKS
 from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
 from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, config_name, require_canonical
 from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.preset_tasks import (
+    PIXEL_TASKS,
+    PRETRAINING_TASKS,
+    REPLAY_TASKS,
+)
 from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
 
 __all__ = ["CPU_OVERRIDES", "PRESETS", "Budget", "PaperConfig", "Preset", "resolve"]
-
-PRETRAINING_TASKS: tuple[str, ...] = (
-    "drawer-open",
-    "door-open",
-    "window-open",
-    "faucet-open",
-    "button-press",
-    "handle-press",
-    "plate-slide",
-    "coffee-push",
-    "push",
-    "reach",
-)
-"""The 10 tasks of the pretraining experiment (each has related tasks in its domain)."""
-
-STATE_SUBSET: tuple[str, ...] = (
-    "button-press",
-    "door-close",
-    "drawer-open",
-    "reach",
-    "window-open",
-)
-"""The states experiment's CPU subset before the mixed-quality suite (docs/results/
-metaworld-states: ``--tasks`` these ``--data-kind scripted --episodes 50``); the default budget
-now runs the suite's tasks (`MIXED_SUITE_TASKS`) on their mixtures."""
-
-PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
-"""The paper's four image-based tasks (table 4)."""
-
 
 DataKind = Literal["scripted", "sac", "mixture", "curriculum", "noisy", "stitch"]
 """A dataset kind of `cvl_eval.datagen.dispatch.GenerateConfig`."""
@@ -81,6 +57,10 @@ class Budget:
     last_evals: int = 1
     """Evaluations each run is scored by in the report: the pooled episodes of its last
     ``last_evals`` evaluations (`cvl_eval.analysis.report.ReportConfig.last_evals`)."""
+    sac_hidden: tuple[int, ...] | None = None
+    """Hidden widths of the SAC that generates ``sac`` data (None: SAC's own, the paper's)."""
+    sac_batch_size: int | None = None
+    """Batch size of the SAC that generates ``sac`` data (None: SAC's own, the paper's 512)."""
 
     def __post_init__(self) -> None:  # presets name tasks short; they are canonical from here
         object.__setattr__(self, "tasks", tuple(config_name(t) for t in self.tasks))
@@ -228,6 +208,30 @@ PRESETS: dict[str, Preset] = {
         ),
         overrides=MIXED_OVERRIDES,
     ),
+    "replay": Preset(
+        "The paper's data kind: SAC trained online for 100k frames (1/5 of the paper's 500k), "
+        "its whole replay buffer the dataset, on tasks SAC learns within that budget: BC, "
+        "filtered BC, CQL, CQL+UDS, IQL, CVL and CVL pretrained on reward-free data; per-task "
+        "table, rliable IQM and probability of improvement (paper table 3's data).",
+        ("bc", "filtered_bc", "cql", "cql_uds", "iql", "cvl_mc", "cvl_mc_pretrained"),
+        # The mixed preset's learners and settings; SAC at the learners' CPU sizes (128 x 128,
+        # batch 256; the paper's DenseNet torso): 100k frames in about 25 min on one core
+        # (docs/reproducing.md).
+        default=_cpu_budget(
+            REPLAY_TASKS,
+            (0, 1, 2),
+            data_kind="sac",
+            frames=100_000,
+            steps=10_000,
+            eval_every=2_500,
+            last_evals=3,
+            pretrain_steps=3_000,
+            sac_hidden=(128, 128),
+            sac_batch_size=256,
+        ),
+        full=Budget(REPLAY_TASKS, SEEDS5, "sac", last_evals=3),
+        overrides=MIXED_OVERRIDES,
+    ),
     "metaworld_states": Preset(
         "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
         "performance profile (paper fig. 2, table 3).",
@@ -291,6 +295,7 @@ class PaperConfig:
     experiment: Literal[
         "mixed",
         "hard",
+        "replay",
         "metaworld_states",
         "metaworld_pixels",
         "pretraining",
@@ -315,6 +320,10 @@ class PaperConfig:
     """Override the scripted episodes per task."""
     frames: int | None = None
     """Override the SAC frames per task."""
+    sac_hidden: tuple[int, ...] | None = None
+    """Override the hidden widths of the SAC that generates ``sac`` data."""
+    sac_batch_size: int | None = None
+    """Override the batch size of the SAC that generates ``sac`` data."""
     eval_every: int | None = None
     """Override the evaluation interval."""
     last_evals: int | None = None
@@ -393,6 +402,8 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
             "hidden",
             "batch_size",
             "last_evals",
+            "sac_hidden",
+            "sac_batch_size",
         )
         if getattr(config, k) is not None
     }

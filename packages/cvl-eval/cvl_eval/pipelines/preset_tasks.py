@@ -1,0 +1,38 @@
+"""The task lists of the paper presets (`cvl_eval.pipelines.paper_presets`), short names; the
+presets make them canonical."""
+
+from __future__ import annotations
+
+__all__ = ["PIXEL_TASKS", "PRETRAINING_TASKS", "REPLAY_TASKS", "STATE_SUBSET"]
+
+PRETRAINING_TASKS: tuple[str, ...] = (
+    "drawer-open",
+    "door-open",
+    "window-open",
+    "faucet-open",
+    "button-press",
+    "handle-press",
+    "plate-slide",
+    "coffee-push",
+    "push",
+    "reach",
+)
+"""The 10 tasks of the pretraining experiment (each has related tasks in its domain)."""
+
+STATE_SUBSET: tuple[str, ...] = (
+    "button-press",
+    "door-close",
+    "drawer-open",
+    "reach",
+    "window-open",
+)
+"""The states experiment's CPU subset before the mixed-quality suite (docs/results/
+metaworld-states: ``--tasks`` these ``--data-kind scripted --episodes 50``); the default budget
+now runs the suite's tasks (`MIXED_SUITE_TASKS`) on their mixtures."""
+
+PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
+"""The paper's four image-based tasks (table 4)."""
+
+REPLAY_TASKS: tuple[str, ...] = ("drawer-open", "drawer-close", "reach", "button-press-topdown")
+"""The SAC-replay preset's tasks: drawer-open (the task of the paper's table 3) and the tasks
+SAC learned within 100k frames at the preset's settings (docs/results/replay)."""
