@@ -280,6 +280,8 @@ PRESETS: dict[str, Preset] = {
             eval_every=1_000,
             hidden=(128, 128),
             batch_size=256,
+            sac_hidden=(128, 128),
+            sac_batch_size=256,
         ),
         full=Budget((MOUNTAIN_CAR,), (0,), "sac", frames=500_000),
         mountain_car=True,
