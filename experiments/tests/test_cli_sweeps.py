@@ -115,6 +115,32 @@ def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
     assert "cvl_mc_pretrained" in text and "probability_of_improvement" in text
 
 
+def test_pretraining_preset_scarce_labels_beside_plentiful_reward_free_data(tmp_path):
+    argv = [
+        "pretraining", "--out-dir", str(tmp_path), "--tasks", "drawer-open", "--seeds", "0",
+        "--episodes", "4", "--related-episodes", "1", "--steps", "2", "--pretrain-steps", "2",
+        "--eval-every", "0", "--eval-episodes", "1", "--eval-max-steps", "3",
+        "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
+        "--last-evals", "1", "--bootstrap-reps", "20", "--workers", "1", "--no-progress",
+    ]  # fmt: skip
+    assert paper.main(argv) == 0
+    generation = json.loads((tmp_path / "experiment.json").read_text())["generation"]
+    target, related = generation["drawer-open-v3"], generation["drawer-close-v3"]
+    assert (target["kind"], target["episodes"]) == ("mixture", 4)  # the few labelled episodes
+    assert (related["kind"], related["episodes"]) == ("scripted", 1)  # the reward-free pool
+    runs = tmp_path / "runs"
+    assert sorted(p for p in os.listdir(runs) if "." not in p) == ["cvl_mc", "cvl_mc_pretrained"]
+    pretrained = json.loads(
+        (runs / "cvl_mc_pretrained/drawer-open-v3/seed_0/config.json").read_text()
+    )
+    shared = pretrained["train_config"]["pretrain_datasets"]
+    assert [os.path.basename(p) for p in shared] == ["drawer-close-v3"]
+    assert pretrained["pretrain_steps"] == 2
+    plain = json.loads((runs / "cvl_mc/drawer-open-v3/seed_0/config.json").read_text())
+    assert plain["train_config"]["pretrain_datasets"] == [] and plain["pretrain_steps"] == 0
+
+
 def test_paper_presets_resolve_to_the_documented_budgets():
     from cvl_eval.errors import ConfigError
     from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig, resolve
@@ -142,6 +168,12 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     for bad in ({"last_evals": 5}, {"last_evals": 0}, {"steps": 5_000}):
         with pytest.raises(ConfigError, match="--last-evals must be between 1 and"):
             resolve(PaperConfig(experiment="mixed", **bad))
+    scarce = resolve(PaperConfig(experiment="pretraining"))
+    budget = scarce["budget"]
+    assert (budget.data_kind, budget.episodes, budget.seeds) == ("mixture", 10, (0, 1, 2))
+    assert budget.data_of("drawer-close-v3") == ("scripted", 200)  # a related task's pool
+    assert budget.data_of("drawer-open-v3") == ("mixture", 10)
+    assert {"drawer-close-v3", "door-lock-v3", "faucet-close-v3"} <= set(scarce["data_tasks"])
     replay = resolve(PaperConfig(experiment="replay"))["budget"]
     assert replay.data_kind == "sac" and replay.frames == 100_000 and len(replay.tasks) >= 3
     assert (replay.sac_hidden, replay.sac_batch_size, replay.steps) == ((128, 128), 256, 10_000)

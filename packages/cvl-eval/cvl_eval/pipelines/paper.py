@@ -55,27 +55,27 @@ def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
 
 
 def generate_configs(plan: dict[str, Any], config: PaperConfig) -> tuple[GenerateConfig, ...]:
-    """The data generation of a resolved preset (`resolve`): one config per data kind
-    (`Budget.kind_of`) over its data tasks, with each environment's defaults
-    (`cvl_eval.envs.defaults`), into the one data root."""
+    """The data generation of a resolved preset (`resolve`): one config per data kind and size
+    (`Budget.data_of`: the target tasks' and the related tasks') over its data tasks, with each
+    environment's defaults (`cvl_eval.envs.defaults`), into the one data root."""
     budget = plan["budget"]
-    by_kind: dict[str, list[str]] = {}
+    groups: dict[tuple[str, int], list[str]] = {}
     for task in plan["data_tasks"]:
-        by_kind.setdefault(budget.kind_of(task), []).append(task)
+        groups.setdefault(budget.data_of(task), []).append(task)
     return tuple(
         GenerateConfig(
             tasks=tuple(tasks),
             out_dir=str(plan["out"] / "data"),
             kind=kind,  # type: ignore[arg-type]
             pixels=plan["preset"].pixels,
-            episodes=budget.episodes,
+            episodes=episodes,
             frames=budget.frames,
             sac_hidden=budget.sac_hidden,
             sac_batch_size=budget.sac_batch_size,
             device=config.device,
             progress=config.progress,
         )
-        for kind, tasks in by_kind.items()
+        for (kind, episodes), tasks in groups.items()
     )
 
 

@@ -24,6 +24,7 @@ from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.preset_tasks import (
     PIXEL_TASKS,
     PRETRAINING_TASKS,
+    PRETRAINING_TASKS_CPU,
     REPLAY_TASKS,
 )
 from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
@@ -57,6 +58,11 @@ class Budget:
     last_evals: int = 1
     """Evaluations each run is scored by in the report: the pooled episodes of its last
     ``last_evals`` evaluations (`cvl_eval.analysis.report.ReportConfig.last_evals`)."""
+    related_kind: DataKind | None = None
+    """Data kind of the related tasks' datasets (presets with related data; None: as the
+    target's, `kind_of`)."""
+    related_episodes: int | None = None
+    """Episodes of each related task's dataset (None: ``episodes``)."""
     sac_hidden: tuple[int, ...] | None = None
     """Hidden widths of the SAC that generates ``sac`` data (None: SAC's own, the paper's)."""
     sac_batch_size: int | None = None
@@ -70,6 +76,14 @@ class Budget:
     def kind_of(self, task: str) -> str:
         """The data kind of the canonical ``task`` (`task_kinds`, else `data_kind`)."""
         return dict(self.task_kinds).get(task, self.data_kind)
+
+    def data_of(self, task: str) -> tuple[str, int]:
+        """(kind, episodes) of the canonical ``task``'s dataset: a task of the budget's own
+        (`kind_of`, ``episodes``), or a related task's (``related_kind``, ``related_episodes``
+        where set)."""
+        if task in self.tasks:
+            return self.kind_of(task), self.episodes
+        return self.related_kind or self.kind_of(task), self.related_episodes or self.episodes
 
 
 CQL_WARM_START_CPU = 1_000
@@ -252,12 +266,28 @@ PRESETS: dict[str, Preset] = {
         pixels=True,
     ),
     "pretraining": Preset(
-        "CVL pretrained on its domain's reward-free data vs tabula rasa: learning curves "
-        "(paper fig. 4, sec. 5.2).",
-        ("cvl", "cvl_pretrained"),
-        default=_cpu_budget(PRETRAINING_TASKS[:3], (0, 1), eval_every=500, pretrain_steps=3_000),
+        "CVL pretrained on its domain's reward-free data vs tabula rasa with scarce labels: 10 "
+        "labelled episodes of the target's mixture, 200 reward-free noisy-expert episodes of "
+        "each related task of its domain; learning curves (paper fig. 4, sec. 5.2).",
+        ("cvl_mc", "cvl_mc_pretrained"),
+        # Labels scarce, reward-free data plentiful: where the paper's claim (pretraining speeds
+        # up learning) can show; with 25k labelled expert-like transitions per task nothing was
+        # left for reward-free data to add (docs/results.md, "Pretraining").
+        default=_cpu_budget(
+            PRETRAINING_TASKS_CPU,
+            (0, 1, 2),
+            data_kind="mixture",
+            episodes=10,
+            related_kind="scripted",
+            related_episodes=200,
+            steps=10_000,
+            eval_every=2_000,
+            last_evals=3,
+            pretrain_steps=5_000,
+        ),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac", eval_every=5_000, pretrain_steps=50_000),
         related_data=True,
+        overrides=MIXED_OVERRIDES,
     ),
     "rff_ablation": Preset(
         "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
@@ -319,7 +349,9 @@ class PaperConfig:
     """Override the dataset kind of every task (mixed-quality suite, scripted noisy expert, SAC
     replay, ...; `cvl_eval.datagen.dispatch`)."""
     episodes: int | None = None
-    """Override the scripted episodes per task."""
+    """Override the episodes per task (scripted and behaviour kinds)."""
+    related_episodes: int | None = None
+    """Override the episodes of each related task's dataset (presets with related data)."""
     frames: int | None = None
     """Override the SAC frames per task."""
     sac_hidden: tuple[int, ...] | None = None
@@ -406,13 +438,15 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
             "last_evals",
             "sac_hidden",
             "sac_batch_size",
+            "related_episodes",
         )
         if getattr(config, k) is not None
     }
     if config.pretrain_steps is not None:
         changes["pretrain_steps"] = config.pretrain_steps
     if config.data_kind is not None:
-        changes["task_kinds"] = ()  # one kind for every task
+        changes["task_kinds"] = ()  # one kind for every task, the related tasks' too
+        changes["related_kind"] = None
     budget = dataclasses.replace(budget, **changes)
     _check_scoring(budget)
     if budget.tasks == ("__all__",):

@@ -3,7 +3,13 @@ presets make them canonical."""
 
 from __future__ import annotations
 
-__all__ = ["PIXEL_TASKS", "PRETRAINING_TASKS", "REPLAY_TASKS", "STATE_SUBSET"]
+__all__ = [
+    "PIXEL_TASKS",
+    "PRETRAINING_TASKS",
+    "PRETRAINING_TASKS_CPU",
+    "REPLAY_TASKS",
+    "STATE_SUBSET",
+]
 
 PRETRAINING_TASKS: tuple[str, ...] = (
     "drawer-open",
@@ -36,3 +42,8 @@ PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "draw
 REPLAY_TASKS: tuple[str, ...] = ("drawer-open", "drawer-close", "reach", "button-press-topdown")
 """The SAC-replay preset's tasks: drawer-open (the task of the paper's table 3) and the tasks
 SAC learned within 100k frames at the preset's settings (docs/results/replay)."""
+
+PRETRAINING_TASKS_CPU: tuple[str, ...] = ("drawer-open", "door-open", "faucet-open")
+"""The pretraining preset's default tasks: the suite's tasks with a default mixture
+(`cvl_eval.datagen.mixed_suite`) and related tasks in their domain (drawer-close; door-close,
+door-lock, door-unlock; faucet-close)."""
