@@ -39,7 +39,7 @@ def test_paper_preset_runs_data_sweep_and_report(tmp_path):
         "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
         "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
         "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
-        "--bootstrap-reps", "20", "--no-progress",
+        "--last-evals", "1", "--bootstrap-reps", "20", "--no-progress",
     ]  # fmt: skip
     assert paper.main(argv) == 0
     record = json.loads((tmp_path / "experiment.json").read_text())
@@ -81,12 +81,14 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     runs_dir = tmp_path / "runs"
     learner = json.loads((runs_dir / "cvl/drawer-open-v3/seed_0/config.json").read_text())
     assert learner["learner_overrides"]["self_normalized"] is True  # the mixed-data settings
-    assert "temperature" not in learner["learner_overrides"]  # RFF keeps the paper's 1
+    assert learner["learner_overrides"]["temperature"] == 0.1  # RFF: positive features at 0.1
+    assert learner["learner_overrides"]["rff_kind"] == "positive"
+    assert learner["learner_overrides"]["num_rff_features"] == 8  # the user's, after the preset's
     mc = json.loads((runs_dir / "cvl_mc/drawer-open-v3/seed_0/config.json").read_text())
     assert mc["learner_overrides"]["temperature"] == 0.1
     assert mc["learner_overrides"]["policy_extraction"] == "ddpgbc"  # the measured default
     assert mc["learner_overrides"]["bc_alpha"] == 0.3
-    assert "policy_extraction" not in learner["learner_overrides"]  # RFF keeps the KL form
+    assert learner["learner_overrides"]["policy_extraction"] == "ddpgbc"  # as without RFF
 
 
 def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
@@ -153,7 +155,9 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert "drawer-close-v3" in pre["data_tasks"]  # related tasks' data is generated too
     assert states["budget"].hidden is None and states["budget"].overrides == ()  # paper's sizes
     small = resolve(PaperConfig(experiment="metaworld_states"))["budget"]
-    assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 5_000)
+    assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 10_000)
+    assert PRESETS["metaworld_states"].overrides == PRESETS["mixed"].overrides  # settled defaults
+    assert PRESETS["rff_ablation"].overrides == PRESETS["mixed"].overrides
     assert "cvl:normalize_q=true" in small.overrides and "cql:lr=1e-3" in small.overrides
     assert small.pretrain_steps == 1_000  # CQL+UDS's zero-reward pretraining, not 50k
     mine = resolve(PaperConfig(experiment="metaworld_states", hidden=(8, 8), batch_size=4))

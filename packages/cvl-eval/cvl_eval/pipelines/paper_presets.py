@@ -150,6 +150,7 @@ MIXED_OVERRIDES: tuple[str, ...] = (
     # CVL's mixed-data settings, one list shared with the quickstart on mixtures
     *(f"{algo}:{item}" for algo, items in QUICKSTART_MIXED_OVERRIDES.items() for item in items),
     "cql:cql_num_samples=4",
+    "cql_uds:cql_num_samples=4",
     "iql:beta=10",
     "filtered_bc:top_fraction=0.2",
 )
@@ -158,9 +159,14 @@ the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without norma
 switch), and for CVL without RFF a critic at temperature 0.1 (paper: 1), measured on
 drawer-open's mixture: at temperature 1 the critic's Q of the four sources was 524/502/452/449
 against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation
-8.4/5.3/1.2/1.7 (Spearman 0.83). CVL with RFF keeps temperature 1: at 0.1 the kernel
-exp(phi.psi / 0.1) spans e^20 and 512 random features estimate it with noise far above its
-small values (Q reached -1e11 within 100 updates).
+8.4/5.3/1.2/1.7 (Spearman 0.83). CVL with RFF runs at the same temperature with 4096 positive
+random features (`rff_kind="positive"`, FAVOR+; paper: trigonometric at temperature 1, which
+learned little: at 0.1 the kernel exp(phi.psi / 0.1) spans e^20 and trigonometric features turn
+11-31% of the Q estimates negative, while positive ones are never negative) and the same DDPG+BC
+extraction: on the suite's 4 mixtures x 3 seeds it is level with CVL without RFF, IQM 0.90
+[0.85, 0.93] against 0.90 [0.87, 0.92], P(with RFF > without) = 0.61 [0.42, 0.83]
+(docs/results.md, "RFF ablation"); the trigonometric features at temperature 1 with DDPG+BC
+scored 0.16 on drawer-open (seed 0), as they did with the KL form.
 CVL without RFF extracts its policy by DDPG+BC at alpha 0.3 (`CVLConfig.policy_extraction`
 "ddpgbc": the tanh-Gaussian's mode maximises Q / mean|Q| plus 0.3 times the data's
 log-likelihood, as OGBench's contrastive RL agent; paper: the KL form, which stays the learner's
@@ -168,8 +174,8 @@ default and a switch), measured on both kinds of data, 4 tasks x 3 seeds each (d
 "Which extraction"): alpha 0.1 is best on the mixtures but leaves the data on stitched episodes
 (0.39 on the hard suite's stitch half), alpha 1 imitates the mixture (0.50 on the mixtures'
 screen), the KL form and the flow policy are level with each other on both suites.
-CQL draws 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per state), a CPU
-budget choice.
+CQL and CQL+UDS draw 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per
+state), a CPU budget choice.
 The baselines take the settings their tuning screen chose on the same budget as CVL's extraction
 screen (drawer-open and reach mixtures x 2 seeds, 10k steps, last 3 evaluations pooled;
 docs/results.md, "Policy extraction on the suite"): IQL's advantage temperature beta 10 (expectile
@@ -250,10 +256,20 @@ PRESETS: dict[str, Preset] = {
         "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
         "performance profile (paper fig. 2, table 3).",
         ("bc", "cql", "cql_uds", "cvl"),
+        # The mixed preset's data, budget and settings (its BC, CQL and CVL runs are this
+        # preset's); CQL+UDS pretrains its critic at reward 0 for 1k updates.
         default=_cpu_budget(
-            MIXED_SUITE_TASKS, (0, 1), pretrain_steps=1_000, data_kind="mixture", episodes=100
+            MIXED_SUITE_TASKS,
+            (0, 1, 2),
+            data_kind="mixture",
+            episodes=100,
+            steps=10_000,
+            eval_every=2_500,
+            last_evals=3,
+            pretrain_steps=1_000,
         ),
         full=Budget(("__all__",), SEEDS5, "sac"),
+        overrides=MIXED_OVERRIDES,
     ),
     "metaworld_pixels": Preset(
         "Meta-World from pixels (84x84, IMPALA encoder): BC, CQL, CVL on door-close, door-open, "
@@ -290,12 +306,20 @@ PRESETS: dict[str, Preset] = {
         overrides=MIXED_OVERRIDES,
     ),
     "rff_ablation": Preset(
-        "CVL with random Fourier features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
+        "CVL with random features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
         ("cvl", "cvl_mc"),
+        # The mixed preset's data, budget and settings (its two CVL runs are this preset's).
         default=_cpu_budget(
-            ("drawer-open", "door-open", "reach"), (0, 1, 2), data_kind="mixture", episodes=100
+            MIXED_SUITE_TASKS,
+            (0, 1, 2),
+            data_kind="mixture",
+            episodes=100,
+            steps=10_000,
+            eval_every=2_500,
+            last_evals=3,
         ),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
+        overrides=MIXED_OVERRIDES,
     ),
     "mountain_car": Preset(
         "Mountain Car: CVL (lambda_BC = 0) on SAC's replay buffer; normalised log Q_NCE vs SAC's Q "

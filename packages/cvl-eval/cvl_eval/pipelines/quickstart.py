@@ -69,12 +69,20 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
         "policy_extraction=ddpgbc",
         "bc_alpha=0.3",
     ),
-    "cvl": ("self_normalized=true",),
+    "cvl": (
+        "temperature=0.1",
+        "self_normalized=true",
+        'rff_kind="positive"',
+        "num_rff_features=4096",
+        "policy_extraction=ddpgbc",
+        "bc_alpha=0.3",
+    ),
 }
 """Applied before ``cvl_overrides`` on mixed-quality data, as in the ``mixed`` paper preset
 (`cvl_eval.pipelines.paper_presets.MIXED_OVERRIDES`, which documents the measurements): the
-self-normalised Q estimate, and for CVL without RFF a critic at temperature 0.1 (paper: 1) and
-DDPG+BC extraction at alpha 0.3 (paper: the KL form). On the quickstart's own mixture (seeds 0 /
+self-normalised Q estimate, a critic at temperature 0.1 (paper: 1) and DDPG+BC extraction at
+alpha 0.3 (paper: the KL form) for both CVL estimators, and for CVL with RFF 4096 positive
+random features (FAVOR+; paper: trigonometric). On the quickstart's own mixture (seeds 0 /
 1 / 2, final 10 episodes): DDPG+BC at 0.3 100% / 100% / 80% success, the KL form 20% / 80% /
 80%, the flow policy 70% / 100% / 100%, DDPG+BC at 0.1 0% / 80% / 70%; BC 0% on every seed."""
 
