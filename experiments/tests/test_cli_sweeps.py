@@ -115,6 +115,8 @@ def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
     assert json.loads(pretrained.read_text())["pretrain_steps"] == 2
     text = (tmp_path / "report" / "rliable" / "rliable.json").read_text()
     assert "cvl_mc_pretrained" in text and "probability_of_improvement" in text
+    assert record["sac_generation"]["tasks"]["reach-v3"]["frames"] == 60  # SAC's own curve
+    assert (tmp_path / "report" / "sac_generation.png").is_file()
 
 
 def test_pretraining_preset_scarce_labels_beside_plentiful_reward_free_data(tmp_path):

@@ -160,3 +160,18 @@ def test_generate_config_sets_sacs_sizes_and_refuses_bad_ones(tmp_path):
     for bad, flag in (({"sac_hidden": ()}, "--sac-hidden"), ({"sac_batch_size": 0}, "--sac-b")):
         with pytest.raises(ConfigError, match=flag):
             check_generate(dataclasses.replace(unset, **bad))
+
+
+def test_generation_summary_follows_the_episodes(whole, tmp_path):
+    from cvl_eval.analysis.sac_generation import _rolling, summarise_sac_generation
+
+    path, report = whole
+    summary = summarise_sac_generation({"reach": path}, tmp_path, window=2)["tasks"]["reach"]
+    successes = np.asarray(report.successes, dtype=float)
+    assert (summary["episodes"], summary["frames"]) == (6, 230)
+    assert summary["success_rate"] == successes.mean()
+    assert summary["mean_return_last_2"] == np.mean(report.returns[-2:])
+    assert (tmp_path / "sac_generation.png").is_file()
+    values = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    naive = [values[max(0, i - 2) : i + 1].mean() for i in range(len(values))]
+    np.testing.assert_allclose(_rolling(values, 3), naive)

@@ -113,6 +113,11 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
         "report": summary["files"],
         "warnings": [],
     }
+    replay = {task: e["paths"][0] for task, e in generation.items() if e["kind"] == "sac"}
+    if replay:  # what SAC learned while writing the data: report/sac_generation.{json,png}
+        from cvl_eval.analysis.sac_generation import summarise_sac_generation
+
+        result["sac_generation"] = summarise_sac_generation(replay, out / "report")
     if preset.mountain_car:
         result["mountain_car"] = _mountain_car(out, generation, budget)
         if generation[MOUNTAIN_CAR].get("success_rate") == 0:
