@@ -163,7 +163,7 @@ def test_generate_config_sets_sacs_sizes_and_refuses_bad_ones(tmp_path):
 
 
 def test_generation_summary_follows_the_episodes(whole, tmp_path):
-    from cvl_eval.analysis.sac_generation import _rolling, summarise_sac_generation
+    from cvl_eval.pipelines.sac_generation import _rolling, summarise_sac_generation
 
     path, report = whole
     summary = summarise_sac_generation({"reach": path}, tmp_path, window=2)["tasks"]["reach"]

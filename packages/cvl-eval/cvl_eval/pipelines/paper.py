@@ -115,7 +115,7 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
     }
     replay = {task: e["paths"][0] for task, e in generation.items() if e["kind"] == "sac"}
     if replay:  # what SAC learned while writing the data: report/sac_generation.{json,png}
-        from cvl_eval.analysis.sac_generation import summarise_sac_generation
+        from cvl_eval.pipelines.sac_generation import summarise_sac_generation
 
         result["sac_generation"] = summarise_sac_generation(replay, out / "report")
     if preset.mountain_car:

@@ -21,13 +21,13 @@ from cvl_eval.datagen.hard_suite import HARD_SUITE_KINDS, HARD_SUITE_TASKS
 from cvl_eval.datagen.mixed_suite import MIXED_SUITE_TASKS
 from cvl_eval.envs.make import MOUNTAIN_CAR, TASK_NAMES, config_name, require_canonical
 from cvl_eval.errors import ConfigError
+from cvl_eval.pipelines.preset_settings import CPU_OVERRIDES, MIXED_OVERRIDES
 from cvl_eval.pipelines.preset_tasks import (
     PIXEL_TASKS,
     PRETRAINING_TASKS,
     PRETRAINING_TASKS_CPU,
     REPLAY_TASKS,
 )
-from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
 
 __all__ = ["CPU_OVERRIDES", "PRESETS", "Budget", "PaperConfig", "Preset", "resolve"]
 
@@ -86,35 +86,6 @@ class Budget:
         return self.related_kind or self.kind_of(task), self.related_episodes or self.episodes
 
 
-CQL_WARM_START_CPU = 1_000
-"""CQL's BC warm start (``policy_eval_start``) in the default budgets."""
-
-
-def _cpu_overrides() -> tuple[str, ...]:
-    """`CPU_OVERRIDES`, for every offline algorithm of the registry by its config's fields."""
-    from cvl_algos import learner_class, offline_algorithms
-
-    cvl_fields = {setting.partition("=")[0] for setting in QUICKSTART_CVL_OVERRIDES}
-    out = []
-    for algo in offline_algorithms():
-        fields = {f.name for f in dataclasses.fields(learner_class(algo).config_cls)}
-        out.append(f"{algo}:lr=1e-3")
-        if cvl_fields <= fields:
-            out += [f"{algo}:{setting}" for setting in QUICKSTART_CVL_OVERRIDES]
-        if "policy_eval_start" in fields:
-            out.append(f"{algo}:policy_eval_start={CQL_WARM_START_CPU}")
-    return tuple(out)
-
-
-CPU_OVERRIDES: tuple[str, ...] = _cpu_overrides()
-"""Learner settings of the default (CPU) budgets: lr 1e-3 for every algorithm, the quickstart's
-CVL settings (`cvl_eval.pipelines.quickstart.QUICKSTART_CVL_OVERRIDES`: uniform batches, Q
-normalised per batch in the policy loss, 4 action samples, 512 random features) for every learner
-whose config has them (CVL with and without RFF; ``cvl`` also covers ``cvl_pretrained``), and
-CQL's BC warm start shortened from 40k to 1k updates (20% of a 5k-step run; 40k would make CQL a
-BC learner for the whole default budget) for every learner with a warm start."""
-
-
 def _cpu_budget(tasks, seeds, **fields) -> Budget:
     """A default budget: 128 x 128 networks, batch 256, 5k steps, `CPU_OVERRIDES`."""
     values = {
@@ -128,6 +99,20 @@ def _cpu_budget(tasks, seeds, **fields) -> Budget:
     }
     values.update(fields)
     return Budget(tuple(tasks), tuple(seeds), **values)
+
+
+def _suite_budget(tasks, **fields) -> Budget:
+    """A default budget of the settled suites: `_cpu_budget` at 3 seeds, 100 episodes, 10k steps,
+    evaluations every 2.5k (10 Meta-World episodes cost ~20 s of CPU, as much as 1k CVL updates),
+    each run scored by its last 3 evaluations pooled (30 episodes): at 5k steps every
+    critic-based method was still learning while filtered BC had finished (docs/results.md)."""
+    values = {"episodes": 100, "steps": 10_000, "eval_every": 2_500, "last_evals": 3}
+    return _cpu_budget(tasks, (0, 1, 2), **{**values, **fields})
+
+
+MIXED_BUDGET = _suite_budget(MIXED_SUITE_TASKS, data_kind="mixture")
+"""The mixed-quality suite's default budget (`mixed`; `rff_ablation` and `metaworld_states` run
+on the same data with the same settings, so the runs they share are the same)."""
 
 
 @dataclass(frozen=True)
@@ -146,61 +131,14 @@ class Preset:
 
 SEEDS5 = (0, 1, 2, 3, 4)
 
-MIXED_OVERRIDES: tuple[str, ...] = (
-    # CVL's mixed-data settings, one list shared with the quickstart on mixtures
-    *(f"{algo}:{item}" for algo, items in QUICKSTART_MIXED_OVERRIDES.items() for item in items),
-    "cql:cql_num_samples=4",
-    "cql_uds:cql_num_samples=4",
-    "iql:beta=10",
-    "filtered_bc:top_fraction=0.2",
-)
-"""The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (docs/deviations.md, one row each):
-the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without normalisation; a
-switch), and for CVL without RFF a critic at temperature 0.1 (paper: 1), measured on
-drawer-open's mixture: at temperature 1 the critic's Q of the four sources was 524/502/452/449
-against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation
-8.4/5.3/1.2/1.7 (Spearman 0.83). CVL with RFF runs at the same temperature with 4096 positive
-random features (`rff_kind="positive"`, FAVOR+; paper: trigonometric at temperature 1, which
-learned little: at 0.1 the kernel exp(phi.psi / 0.1) spans e^20 and trigonometric features turn
-11-31% of the Q estimates negative, while positive ones are never negative) and the same DDPG+BC
-extraction: on the suite's 4 mixtures x 3 seeds it is level with CVL without RFF, IQM 0.90
-[0.85, 0.93] against 0.90 [0.87, 0.92], P(with RFF > without) = 0.61 [0.42, 0.83]
-(docs/results.md, "RFF ablation"); the trigonometric features at temperature 1 with DDPG+BC
-scored 0.16 on drawer-open (seed 0), as they did with the KL form.
-CVL without RFF extracts its policy by DDPG+BC at alpha 0.3 (`CVLConfig.policy_extraction`
-"ddpgbc": the tanh-Gaussian's mode maximises Q / mean|Q| plus 0.3 times the data's
-log-likelihood, as OGBench's contrastive RL agent; paper: the KL form, which stays the learner's
-default and a switch), measured on both kinds of data, 4 tasks x 3 seeds each (docs/results.md,
-"Which extraction"): alpha 0.1 is best on the mixtures but leaves the data on stitched episodes
-(0.39 on the hard suite's stitch half), alpha 1 imitates the mixture (0.50 on the mixtures'
-screen), the KL form and the flow policy are level with each other on both suites.
-CQL and CQL+UDS draw 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per
-state), a CPU budget choice.
-The baselines take the settings their tuning screen chose on the same budget as CVL's extraction
-screen (drawer-open and reach mixtures x 2 seeds, 10k steps, last 3 evaluations pooled;
-docs/results.md, "Policy extraction on the suite"): IQL's advantage temperature beta 10 (expectile
-x beta over {0.7, 0.9} x {3, 10}: IQM 0.58 / 0.66 / 0.57 / 0.56, the IQL paper's 0.7 / 3 first)
-and filtered BC's top 20% of episodes (fractions 0.05 / 0.1 / 0.2: IQM 0.86 / 0.96 / 0.99)."""
-
 PRESETS: dict[str, Preset] = {
     "mixed": Preset(
         "Mixed-quality Meta-World data (25% the task's noisy expert, 55% other tasks' experts, 20% "
         "random): BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM "
         "and probability of improvement.",
         ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
-        # 10k steps, evaluations every 2.5k (10 Meta-World episodes cost ~20 s of CPU, as much
-        # as 1k CVL updates), each run scored by its last 3 evaluations pooled (30 episodes): at
-        # 5k steps every critic-based method was still learning while filtered BC had finished
-        # (docs/results.md). Wall time on 2 cores: docs/reproducing.md.
-        default=_cpu_budget(
-            MIXED_SUITE_TASKS,
-            (0, 1, 2),
-            data_kind="mixture",
-            episodes=100,
-            steps=10_000,
-            eval_every=2_500,
-            last_evals=3,
-        ),
+        # `MIXED_BUDGET` (`_suite_budget`); wall time on 2 cores: docs/reproducing.md.
+        default=MIXED_BUDGET,
         full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000, last_evals=3),
         overrides=MIXED_OVERRIDES,
     ),
@@ -213,15 +151,10 @@ PRESETS: dict[str, Preset] = {
         "probability of improvement.",
         ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
         # The mixed preset's budget and settings, on the hard suite's data.
-        default=_cpu_budget(
+        default=_suite_budget(
             HARD_SUITE_TASKS,
-            (0, 1, 2),
             data_kind="stitch",
             task_kinds=HARD_SUITE_KINDS,
-            episodes=100,
-            steps=10_000,
-            eval_every=2_500,
-            last_evals=3,
         ),
         full=Budget(
             HARD_SUITE_TASKS, SEEDS5, "stitch", HARD_SUITE_KINDS, episodes=1000, last_evals=3
@@ -237,14 +170,10 @@ PRESETS: dict[str, Preset] = {
         # The mixed preset's learners and settings; SAC at the learners' CPU sizes (128 x 128,
         # batch 256; the paper's DenseNet torso): 100k frames in about 25 min on one core
         # (docs/reproducing.md).
-        default=_cpu_budget(
+        default=_suite_budget(
             REPLAY_TASKS,
-            (0, 1, 2),
             data_kind="sac",
             frames=100_000,
-            steps=10_000,
-            eval_every=2_500,
-            last_evals=3,
             pretrain_steps=3_000,
             sac_hidden=(128, 128),
             sac_batch_size=256,
@@ -258,16 +187,7 @@ PRESETS: dict[str, Preset] = {
         ("bc", "cql", "cql_uds", "cvl"),
         # The mixed preset's data, budget and settings (its BC, CQL and CVL runs are this
         # preset's); CQL+UDS pretrains its critic at reward 0 for 1k updates.
-        default=_cpu_budget(
-            MIXED_SUITE_TASKS,
-            (0, 1, 2),
-            data_kind="mixture",
-            episodes=100,
-            steps=10_000,
-            eval_every=2_500,
-            last_evals=3,
-            pretrain_steps=1_000,
-        ),
+        default=dataclasses.replace(MIXED_BUDGET, pretrain_steps=1_000),
         full=Budget(("__all__",), SEEDS5, "sac"),
         overrides=MIXED_OVERRIDES,
     ),
@@ -289,16 +209,13 @@ PRESETS: dict[str, Preset] = {
         # Labels scarce, reward-free data plentiful: where the paper's claim (pretraining speeds
         # up learning) can show; with 25k labelled expert-like transitions per task nothing was
         # left for reward-free data to add (docs/results.md, "Pretraining").
-        default=_cpu_budget(
+        default=_suite_budget(
             PRETRAINING_TASKS_CPU,
-            (0, 1, 2),
             data_kind="mixture",
             episodes=10,
             related_kind="scripted",
             related_episodes=200,
-            steps=10_000,
             eval_every=2_000,
-            last_evals=3,
             pretrain_steps=5_000,
         ),
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac", eval_every=5_000, pretrain_steps=50_000),
@@ -309,15 +226,7 @@ PRESETS: dict[str, Preset] = {
         "CVL with random features (eq. 12) vs the direct Monte-Carlo Q (eq. 11).",
         ("cvl", "cvl_mc"),
         # The mixed preset's data, budget and settings (its two CVL runs are this preset's).
-        default=_cpu_budget(
-            MIXED_SUITE_TASKS,
-            (0, 1, 2),
-            data_kind="mixture",
-            episodes=100,
-            steps=10_000,
-            eval_every=2_500,
-            last_evals=3,
-        ),
+        default=MIXED_BUDGET,
         full=Budget(PRETRAINING_TASKS, SEEDS5, "sac"),
         overrides=MIXED_OVERRIDES,
     ),

@@ -79,7 +79,7 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
     ),
 }
 """Applied before ``cvl_overrides`` on mixed-quality data, as in the ``mixed`` paper preset
-(`cvl_eval.pipelines.paper_presets.MIXED_OVERRIDES`, which documents the measurements): the
+(`cvl_eval.pipelines.preset_settings.MIXED_OVERRIDES`, which documents the measurements): the
 self-normalised Q estimate, a critic at temperature 0.1 (paper: 1) and DDPG+BC extraction at
 alpha 0.3 (paper: the KL form) for both CVL estimators, and for CVL with RFF 4096 positive
 random features (FAVOR+; paper: trigonometric). On the quickstart's own mixture (seeds 0 /

@@ -1,0 +1,78 @@
+"""The learner settings of the paper presets' default budgets (`cvl_eval.pipelines.paper_presets`):
+`CPU_OVERRIDES`, the CPU-sized settings of every default budget, and `MIXED_OVERRIDES`, the
+settings the CVL science measurements settled (docs/deviations.md, one row each), shared by the
+presets on mixed-quality, stitch and SAC replay data and by the quickstart on mixtures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
+
+__all__ = ["CPU_OVERRIDES", "CQL_WARM_START_CPU", "MIXED_OVERRIDES"]
+
+
+CQL_WARM_START_CPU = 1_000
+"""CQL's BC warm start (``policy_eval_start``) in the default budgets."""
+
+
+def _cpu_overrides() -> tuple[str, ...]:
+    """`CPU_OVERRIDES`, for every offline algorithm of the registry by its config's fields."""
+    from cvl_algos import learner_class, offline_algorithms
+
+    cvl_fields = {setting.partition("=")[0] for setting in QUICKSTART_CVL_OVERRIDES}
+    out = []
+    for algo in offline_algorithms():
+        fields = {f.name for f in dataclasses.fields(learner_class(algo).config_cls)}
+        out.append(f"{algo}:lr=1e-3")
+        if cvl_fields <= fields:
+            out += [f"{algo}:{setting}" for setting in QUICKSTART_CVL_OVERRIDES]
+        if "policy_eval_start" in fields:
+            out.append(f"{algo}:policy_eval_start={CQL_WARM_START_CPU}")
+    return tuple(out)
+
+
+CPU_OVERRIDES: tuple[str, ...] = _cpu_overrides()
+"""Learner settings of the default (CPU) budgets: lr 1e-3 for every algorithm, the quickstart's
+CVL settings (`cvl_eval.pipelines.quickstart.QUICKSTART_CVL_OVERRIDES`: uniform batches, Q
+normalised per batch in the policy loss, 4 action samples, 512 random features) for every learner
+whose config has them (CVL with and without RFF; ``cvl`` also covers ``cvl_pretrained``), and
+CQL's BC warm start shortened from 40k to 1k updates (20% of a 5k-step run; 40k would make CQL a
+BC learner for the whole default budget) for every learner with a warm start."""
+
+
+MIXED_OVERRIDES: tuple[str, ...] = (
+    # CVL's mixed-data settings, one list shared with the quickstart on mixtures
+    *(f"{algo}:{item}" for algo, items in QUICKSTART_MIXED_OVERRIDES.items() for item in items),
+    "cql:cql_num_samples=4",
+    "cql_uds:cql_num_samples=4",
+    "iql:beta=10",
+    "filtered_bc:top_fraction=0.2",
+)
+"""The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (docs/deviations.md, one row each):
+the self-normalised Q estimate for both CVL variants (paper: Eq. 5 without normalisation; a
+switch), and for CVL without RFF a critic at temperature 0.1 (paper: 1), measured on
+drawer-open's mixture: at temperature 1 the critic's Q of the four sources was 524/502/452/449
+against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with self-normalisation
+8.4/5.3/1.2/1.7 (Spearman 0.83). CVL with RFF runs at the same temperature with 4096 positive
+random features (`rff_kind="positive"`, FAVOR+; paper: trigonometric at temperature 1, which
+learned little: at 0.1 the kernel exp(phi.psi / 0.1) spans e^20 and trigonometric features turn
+11-31% of the Q estimates negative, while positive ones are never negative) and the same DDPG+BC
+extraction: on the suite's 4 mixtures x 3 seeds it is level with CVL without RFF, IQM 0.90
+[0.85, 0.93] against 0.90 [0.87, 0.92], P(with RFF > without) = 0.61 [0.42, 0.83]
+(docs/results.md, "RFF ablation"); the trigonometric features at temperature 1 with DDPG+BC
+scored 0.16 on drawer-open (seed 0), as they did with the KL form.
+CVL without RFF extracts its policy by DDPG+BC at alpha 0.3 (`CVLConfig.policy_extraction`
+"ddpgbc": the tanh-Gaussian's mode maximises Q / mean|Q| plus 0.3 times the data's
+log-likelihood, as OGBench's contrastive RL agent; paper: the KL form, which stays the learner's
+default and a switch), measured on both kinds of data, 4 tasks x 3 seeds each (docs/results.md,
+"Which extraction"): alpha 0.1 is best on the mixtures but leaves the data on stitched episodes
+(0.39 on the hard suite's stitch half), alpha 1 imitates the mixture (0.50 on the mixtures'
+screen), the KL form and the flow policy are level with each other on both suites.
+CQL and CQL+UDS draw 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per
+state), a CPU budget choice.
+The baselines take the settings their tuning screen chose on the same budget as CVL's extraction
+screen (drawer-open and reach mixtures x 2 seeds, 10k steps, last 3 evaluations pooled;
+docs/results.md, "Policy extraction on the suite"): IQL's advantage temperature beta 10 (expectile
+x beta over {0.7, 0.9} x {3, 10}: IQM 0.58 / 0.66 / 0.57 / 0.56, the IQL paper's 0.7 / 3 first)
+and filtered BC's top 20% of episodes (fractions 0.05 / 0.1 / 0.2: IQM 0.86 / 0.96 / 0.99)."""
