@@ -41,10 +41,9 @@ PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "draw
 
 REPLAY_TASKS: tuple[str, ...] = ("drawer-open", "drawer-close", "reach", "button-press-topdown")
 """The SAC-replay preset's tasks: drawer-open, the task of the paper's table 3 (at the preset's
-settings SAC reaches a return of ~2580 in 100k frames and never succeeds), drawer-close and
-reach, which SAC learns within 100k frames (every one of the last 20 episodes succeeds), and
-button-press-topdown, whose generation is not yet measured (docs/results.md, "SAC replay
-data")."""
+settings SAC reaches a return of ~2580 in 100k frames and never succeeds), and drawer-close, reach
+and button-press-topdown, which SAC learns within 100k frames (every one of the last 20 episodes
+succeeds; docs/results.md, "SAC replay data")."""
 
 PRETRAINING_TASKS_CPU: tuple[str, ...] = ("drawer-open", "door-open", "faucet-open")
 """The pretraining preset's default tasks: the suite's tasks with a default mixture
