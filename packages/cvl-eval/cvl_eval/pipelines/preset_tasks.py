@@ -8,7 +8,6 @@ __all__ = [
     "PRETRAINING_TASKS",
     "PRETRAINING_TASKS_CPU",
     "REPLAY_TASKS",
-    "STATE_SUBSET",
 ]
 
 PRETRAINING_TASKS: tuple[str, ...] = (
@@ -24,17 +23,6 @@ PRETRAINING_TASKS: tuple[str, ...] = (
     "reach",
 )
 """The 10 tasks of the pretraining experiment (each has related tasks in its domain)."""
-
-STATE_SUBSET: tuple[str, ...] = (
-    "button-press",
-    "door-close",
-    "drawer-open",
-    "reach",
-    "window-open",
-)
-"""The states experiment's CPU subset before the mixed-quality suite (docs/results/
-metaworld-states: ``--tasks`` these ``--data-kind scripted --episodes 50``); the default budget
-now runs the suite's tasks (`MIXED_SUITE_TASKS`) on their mixtures."""
 
 PIXEL_TASKS: tuple[str, ...] = ("door-close", "door-open", "drawer-close", "drawer-open")
 """The paper's four image-based tasks (table 4)."""
