@@ -144,6 +144,38 @@ def test_improvement_pairs_are_chosen_and_checked(runs_root, tmp_path):
             report(dataclasses.replace(config, pairs=(bad,)))
 
 
+def test_up_to_step_reads_runs_as_if_they_had_stopped_there(runs_root, tmp_path):
+    """``up_to_step=2`` scores each run by its evaluation at step 2 (read here from evals.jsonl
+    by hand), drops step 4 from the learning curves, and equals the full report at the last
+    step; a step a run did not evaluate at is refused, naming its evals.jsonl."""
+    roots = (str(runs_root / "runs"),)
+    early = report(
+        ReportConfig(runs=roots, out_dir=str(tmp_path / "at2"), bootstrap_reps=50, up_to_step=2)
+    )
+    assert early["scored_by"] == "the evaluation at step 2"
+    for algorithm in ("bc", "cvl"):
+        expected = []
+        for seed in (0, 1):
+            lines = (runs_root / "runs" / algorithm / f"seed_{seed}" / "evals.jsonl").read_text()
+            first = json.loads(lines.splitlines()[0])
+            assert first["step"] == 2
+            expected.append(float(np.mean(first["episode_returns"])))
+        assert early["final_return"][algorithm]["reach-v3"] == pytest.approx(expected)
+    curves = json.loads((tmp_path / "at2" / "learning_curves.json").read_text())
+    assert {row["step"] for row in curves} == {2}
+    pooled = dict(runs=roots, bootstrap_reps=50, last_evals=2)
+    whole = report(ReportConfig(out_dir=str(tmp_path / "whole"), **pooled))
+    at_end = report(ReportConfig(out_dir=str(tmp_path / "at4"), up_to_step=4, **pooled))
+    assert at_end["final_return"] == whole["final_return"]
+    assert at_end["scored_by"] == "the pooled episodes of the last 2 evaluations up to step 4"
+    with pytest.raises(
+        ConfigError, match=r"evals.jsonl: no evaluation at --up-to-step 3 \(steps \[2, 4\]\)"
+    ):
+        report(ReportConfig(runs=roots, out_dir=str(tmp_path / "x"), up_to_step=3))
+    with pytest.raises(ConfigError, match="evals.jsonl: 1 evaluations, fewer than --last-evals 2"):
+        report(ReportConfig(out_dir=str(tmp_path / "y"), up_to_step=2, **pooled))
+
+
 def test_scores_pool_the_last_evaluations(runs_root, tmp_path):
     """``last_evals=2`` scores each run by the 2 x 3 episodes of its evaluations at steps 2 and
     4 (read here from evals.jsonl by hand); more evaluations than a run has are refused."""

@@ -61,6 +61,10 @@ class ReportConfig:
     last_evals: int = 1
     """Score each run by the pooled episodes of its last K evaluations (1: the final evaluation
     alone); tables, rliable and ``report.json`` all use that score, and ``report.md`` says it."""
+    up_to_step: int | None = None
+    """Read every run as if it had stopped at this step: its evaluations after it are left out
+    of the score, the learning curves and rliable's sample-efficiency curves, and each run must
+    have evaluated at exactly this step (e.g. the 10k-step score of 30k-step runs)."""
     title: str = "CVL report"
     """Heading of ``report.md``."""
     pairs: tuple[str, ...] = ()
@@ -107,7 +111,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
         "final_return": returns,
         "final_success": successes,
         "values_are": "per evaluation episode" if per_episode else "per seed",
-        "scored_by": _scored_by(config.last_evals),
+        "scored_by": _scored_by(config.last_evals, config.up_to_step),
         "files": files,
     }
     write_json_atomic(out / "report.json", summary)
@@ -117,10 +121,13 @@ def report(config: ReportConfig) -> dict[str, Any]:
     return summary
 
 
-def _scored_by(last_evals: int) -> str:
+def _scored_by(last_evals: int, up_to_step: int | None = None) -> str:
+    at = "" if up_to_step is None else f" up to step {up_to_step}"
     if last_evals == 1:
-        return "the final evaluation"
-    return f"the pooled episodes of the last {last_evals} evaluations"
+        return (
+            "the final evaluation" if up_to_step is None else f"the evaluation at step {up_to_step}"
+        )
+    return f"the pooled episodes of the last {last_evals} evaluations{at}"
 
 
 def _selected_runs(config: ReportConfig) -> tuple[list[str], list[RunRecord]]:
@@ -128,7 +135,7 @@ def _selected_runs(config: ReportConfig) -> tuple[list[str], list[RunRecord]]:
     if config.bootstrap_reps < 1:
         raise ConfigError("bootstrap_reps must be >= 1")
     try:
-        runs = load_runs(config.runs, config.last_evals)
+        runs = load_runs(config.runs, config.last_evals, config.up_to_step)
     except FileNotFoundError as error:
         raise ConfigError(str(error)) from None
     if not runs:

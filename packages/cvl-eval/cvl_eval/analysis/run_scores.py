@@ -22,6 +22,7 @@ __all__ = [
     "curve_dict",
     "curve_records",
     "grouped",
+    "evals_up_to",
     "load_runs",
     "pooled_evals",
     "score_dict",
@@ -40,19 +41,29 @@ class RunRecord:
     evals: list[dict[str, Any]]
 
 
-def load_runs(roots: Sequence[str], last_evals: int = 1) -> list[RunRecord]:
+def load_runs(
+    roots: Sequence[str], last_evals: int = 1, up_to_step: int | None = None
+) -> list[RunRecord]:
     """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`); with ``last_evals``
     K > 1 each run's ``final`` pools the episodes of its last K evaluations (`pooled_evals`);
-    every ``results.json`` is checked first (`_checked_results`)."""
+    with ``up_to_step`` S each run is read as if it had stopped at step S (`evals_up_to`: its
+    evaluations after S are dropped, and ``final`` pools its last K evaluations up to S), so
+    that longer runs also give the score of a shorter budget. Every ``results.json`` is checked
+    first (`_checked_results`)."""
     if last_evals < 1:
         raise ConfigError(f"--last-evals must be >= 1, got {last_evals}")
+    if up_to_step is not None and up_to_step < 1:
+        raise ConfigError(f"--up-to-step must be >= 1, got {up_to_step}")
     records = []
     for path in find_runs([Path(r) for r in roots]):
         run = RunFolder(path)
         results = _checked_results(run.results)
         evals = run.read_evals()
         final = results["final_eval"]
-        if last_evals > 1:
+        if up_to_step is not None:
+            evals = evals_up_to(evals, up_to_step, path)
+            final = pooled_evals(evals, last_evals, path)
+        elif last_evals > 1:
             final = pooled_evals(evals, last_evals, path)
         records.append(
             RunRecord(
@@ -86,6 +97,18 @@ def pooled_evals(evals: list[dict[str, Any]], last: int, path: Path) -> dict[str
         "successes": successes,
         "steps": [int(e["step"]) for e in chosen],
     }
+
+
+def evals_up_to(evals: list[dict[str, Any]], step: int, path: Path) -> list[dict[str, Any]]:
+    """The evaluations of a run at steps <= ``step``; refuses a run that did not evaluate at
+    ``step`` itself (it stopped earlier, or evaluated off that step), naming its evals.jsonl and
+    the steps it has, so that a budget is never scored from a run that did not reach it."""
+    steps = [int(e["step"]) for e in evals]
+    if step not in steps:
+        raise ConfigError(
+            f"{path / 'evals.jsonl'}: no evaluation at --up-to-step {step} (steps {steps})"
+        )
+    return [e for e in evals if int(e["step"]) <= step]
 
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}")
