@@ -35,6 +35,7 @@ VARIANTS = [
     ("cvl_mc", {"policy_extraction": "flow", "flow_steps": 3}),
     ("cvl", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
     ("cvl_mc", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
+    ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_fixed_std": 0.5}),
 ]
 
 
@@ -70,8 +71,42 @@ def test_ddpg_bc_matches_naive_reference() -> None:
 
 
 @SETTINGS
-@given(scale=st.floats(1e-3, 1e3), seed=st.integers(0, 2**16))
-def test_ddpg_bc_is_invariant_to_q_scale(scale: float, seed: int) -> None:
+@given(sigma=st.floats(0.1, 3.0), seed=st.integers(0, 2**16))
+def test_ddpg_bc_fixed_std_matches_naive_reference(sigma: float, seed: int) -> None:
+    """With ``fixed_std`` sigma the behaviour term is -log N(a; tanh(mu), sigma^2 I) without its
+    constant, computed per sample from the density's formula; the learned log-std gets no
+    gradient from it (its output units' weights stay at zero gradient)."""
+    _, policy, _ = make_nets(seed % 7)
+    batch = make_batch(5, seed=seed)
+    alpha = 0.7
+    loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, alpha=alpha, fixed_std=sigma)
+    qs, nlls = [], []
+    for b in range(5):
+        obs = batch.obs_t[b : b + 1]
+        mode = policy.deterministic(obs)
+        qs.append(linear_q(obs, mode[None])[0, 0])
+        density = torch.distributions.Normal(mode[0], sigma).log_prob(batch.action_t[b]).sum()
+        constant = ACTION_DIM * (np.log(sigma) + 0.5 * np.log(2 * np.pi))
+        nlls.append(-(density + constant))
+    q = torch.stack(qs)
+    expected = -q.mean() / q.abs().mean() + alpha * torch.stack(nlls).mean()
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(metrics["policy_bc"], torch.stack(nlls).mean())
+    policy.zero_grad()
+    loss.backward()
+    last = [m for m in policy.modules() if isinstance(m, torch.nn.Linear)][-1]
+    assert last.out_features == 2 * ACTION_DIM
+    assert not last.weight.grad[ACTION_DIM:].any() and not last.bias.grad[ACTION_DIM:].any()
+    assert last.weight.grad[:ACTION_DIM].abs().sum() > 0
+
+
+@SETTINGS
+@given(
+    scale=st.floats(1e-3, 1e3),
+    seed=st.integers(0, 2**16),
+    fixed_std=st.sampled_from([None, 1.0]),
+)
+def test_ddpg_bc_is_invariant_to_q_scale(scale: float, seed: int, fixed_std) -> None:
     """InfoNCE leaves a positive factor of Q free (lemma 2): the loss and its gradients ignore it."""
     _, policy, _ = make_nets(seed % 7)
     batch = make_batch(5, seed=seed)
@@ -79,7 +114,11 @@ def test_ddpg_bc_is_invariant_to_q_scale(scale: float, seed: int) -> None:
     for factor in (1.0, scale):
         policy.zero_grad()
         loss, _ = ddpg_bc_policy_loss(
-            policy, lambda o, a, f=factor: f * linear_q(o, a), batch, alpha=0.5
+            policy,
+            lambda o, a, f=factor: f * linear_q(o, a),
+            batch,
+            alpha=0.5,
+            fixed_std=fixed_std,
         )
         loss.backward()
         grads.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
@@ -258,3 +297,7 @@ def test_config_refuses_what_does_not_fit() -> None:
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_alpha=-1.0)
     with pytest.raises(ValueError, match="policy_extraction"):
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="diffusion")
+    with pytest.raises(ValueError, match="bc_fixed_std must be None or > 0"):
+        make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_fixed_std=0.0)
+    with pytest.raises(ValueError, match="bc_fixed_std .* with 'kl'"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, bc_fixed_std=1.0)

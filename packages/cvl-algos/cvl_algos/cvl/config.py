@@ -113,6 +113,12 @@ class CVLConfig:
     bc_alpha: float = 1.0
     """"ddpgbc" and "flow": weight of the behaviour term against the normalised Q term
     (OGBench's and FQL's alpha; not in the paper)."""
+    bc_fixed_std: float | None = None
+    """"ddpgbc": None takes the behaviour term's likelihood from the learned tanh-Gaussian (its
+    std shrinks where one behaviour dominates a state, stiffening the pull to that behaviour);
+    a float sigma takes it from a Gaussian of that fixed std around the mode action,
+    ``||a - mode||^2 / (2 sigma^2)`` (OGBench's contrastive RL actor: ``const_std=True``,
+    sigma = 1; not in the paper). See `ddpg_bc_policy_loss`."""
     flow_steps: int = 10
     """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
     flow_select_samples: int = 32
@@ -176,6 +182,13 @@ class CVLConfig:
             raise ValueError(
                 f"act_candidates takes a tanh-Gaussian policy; policy_extraction="
                 f"{self.policy_extraction!r} has none (flow_select selects by Q itself)"
+            )
+        if self.bc_fixed_std is not None and (
+            self.policy_extraction != "ddpgbc" or not self.bc_fixed_std > 0.0
+        ):
+            raise ValueError(
+                f"bc_fixed_std must be None or > 0 with policy_extraction='ddpgbc', got "
+                f"{self.bc_fixed_std!r} with {self.policy_extraction!r}"
             )
         if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
             raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")

@@ -51,13 +51,19 @@ def normalized_q_objective(q: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor
 
 
 def ddpg_bc_policy_loss(
-    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0
+    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0, fixed_std: float | None = None
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
 
-    The Q term moves the mode action; the likelihood term keeps the mode inside the data and
-    alone trains the standard deviation. Only the policy gets gradients.
+    The Q term moves the mode action. With ``fixed_std=None`` the likelihood is the learned
+    tanh-Gaussian's: it keeps the mode inside the data and alone trains the standard deviation,
+    so where one behaviour dominates a state its std shrinks and the term's pull on the mode grows
+    as 1/std^2. With ``fixed_std`` sigma the behaviour term is the log-likelihood of the data
+    action under a Gaussian of that fixed std around the mode action, up to its constant:
+    ``-log N(a; tanh(mean), sigma^2 I) = ||a - tanh(mean)||^2 / (2 sigma^2) + const`` (OGBench's
+    actor with ``const_std=True``: sigma = 1, a pull that does not stiffen); the learned std then
+    gets no gradient. Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -69,7 +75,11 @@ def ddpg_bc_policy_loss(
     q = q_fn(obs_t, mode)[0]
     assert q.shape == obs_t.shape[:1], q.shape
     q_term, scale = normalized_q_objective(q)
-    log_prob_data = action_log_prob(mean, log_std, action_t)
+    if fixed_std is None:
+        log_prob_data = action_log_prob(mean, log_std, action_t)
+    else:
+        squared = reduce((action_t - mode[0]).square(), "b a -> b", "sum")
+        log_prob_data = -squared / (2.0 * fixed_std**2)
     bc = -log_prob_data.mean()
     loss = q_term + alpha * bc
     metrics = {
