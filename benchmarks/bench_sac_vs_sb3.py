@@ -1,7 +1,9 @@
 """Same-run SAC data collection: ours (`cvl_eval.datagen.sac`) against Stable-Baselines3's SAC.
 
-Setup: Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512,
-Adam at 3e-4, one update per collected frame once the warm-up frames are collected.
+Setup: Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512 by default
+(``--hidden 128 128 --batch-size 256``: the SAC-replay preset's sizes), Adam at 3e-4, one update
+per collected frame once the warm-up frames are collected. Every contender runs at the same
+sizes.
 
 Contenders (each with its own env, replay buffer and networks, seed 0):
 
@@ -9,7 +11,7 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
   the replay buffer, update), the paper's DenseNet + LayerNorm torso; episodes are not written
   to disk (SB3 writes nothing either);
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
-- ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=[256, 256], batch_size=512,
+- ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=hidden, batch_size=batch,
   train_freq=1, gradient_steps=1, learning_starts=warm-up)``, continued with
   ``learn(100, reset_num_timesteps=False)`` per turn. SB3 clips no gradients; ours clips at 100.
 
@@ -36,7 +38,8 @@ SB3 is optional and benchmark-only (not in the Pants lockfile); install it besid
 ``pip install stable-baselines3 'torch==2.13.0'``. Run from the repository root:
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
-        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3]
+        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3] \\
+        [--hidden 128 128] [--batch-size 256]
 """
 
 from __future__ import annotations
@@ -84,10 +87,18 @@ class Contender:
     flop_step: Callable[[], object]
 
 
-def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: int | None = TURN):
+def our_collection(
+    name: str,
+    frames_total: int,
+    seed: int = 0,
+    episode_steps: int | None = TURN,
+    hidden: tuple[int, ...] = HIDDEN,
+    batch_size: int = BATCH,
+):
     """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
-    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP), episodes of
-    ``episode_steps`` frames (None: Meta-World's 500) after ``WARMUP`` random ones."""
+    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP) at sizes ``hidden``
+    and ``batch_size``, episodes of ``episode_steps`` frames (None: Meta-World's 500) after
+    ``WARMUP`` random ones."""
     from cvl_algos import make_learner
     from cvl_algos.sac import SACConfig
     from cvl_data import ReplayBuffer
@@ -95,7 +106,7 @@ def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: i
     from cvl_eval.envs.make import make_env
 
     torso = {"torso": "mlp"} if name == "ours_mlp" else {}  # else the default, DenseNet
-    sac = SACConfig(hidden=HIDDEN, batch_size=BATCH, lr=LR, **torso)
+    sac = SACConfig(hidden=hidden, batch_size=batch_size, lr=LR, **torso)
     config = SACDataConfig(
         TASK,
         frames=frames_total,
@@ -111,11 +122,15 @@ def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: i
     return env, learner, ReplayBuffer(frames_total, obs_shape, action_dim), config
 
 
-def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
+def our_contender(
+    name: str, rounds: int, hidden: tuple[int, ...], batch_size: int, seed: int = 0
+) -> Contender:
     """Our SAC collection loop (`run_sac_episode`) with the torso of ``name``."""
     from cvl_eval.datagen.sac.episode import run_sac_episode
 
-    env, learner, buffer, config = our_collection(name, WARMUP + TURN * rounds, seed)
+    env, learner, buffer, config = our_collection(
+        name, WARMUP + TURN * rounds, seed, hidden=hidden, batch_size=batch_size
+    )
     state = {"frames": 0, "episode": 0}
 
     def episode() -> None:
@@ -125,7 +140,7 @@ def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
         state["episode"] += 1
 
     def flop_step():
-        return learner.update(buffer.sample(BATCH, torch.Generator().manual_seed(0)))
+        return learner.update(buffer.sample(batch_size, torch.Generator().manual_seed(0)))
 
     return Contender(name, episode, flop_step)
 
@@ -138,7 +153,9 @@ def sb3_available() -> bool:
     return True
 
 
-def sb3_contender(rounds: int, seed: int = 0) -> Contender:
+def sb3_contender(
+    rounds: int, hidden: tuple[int, ...], batch_size: int, seed: int = 0
+) -> Contender:
     """Stable-Baselines3's SAC on the same env at the same sizes."""
     from stable_baselines3 import SAC  # pants: no-infer-dep
 
@@ -150,10 +167,10 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
         learning_rate=LR,
         buffer_size=WARMUP + TURN * rounds,
         learning_starts=WARMUP,
-        batch_size=BATCH,
+        batch_size=batch_size,
         train_freq=1,
         gradient_steps=1,
-        policy_kwargs={"net_arch": list(HIDDEN)},
+        policy_kwargs={"net_arch": list(hidden)},
         seed=seed,
         device="cpu",
     )
@@ -161,7 +178,7 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
     def episode() -> None:
         model.learn(TURN, reset_num_timesteps=False, progress_bar=False)
 
-    return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=BATCH))
+    return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=batch_size))
 
 
 def interleaved_rates(
@@ -228,7 +245,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="steady turns of 100 frames")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--contenders", nargs="+", default=["ours", "ours_mlp", "sb3"])
+    parser.add_argument(
+        "--contenders",
+        nargs="+",
+        default=["ours", "ours_mlp", "sb3"],
+        choices=["ours", "ours_mlp", "sb3"],
+        help="ours: the DenseNet+LayerNorm torso (default); ours_mlp: the plain MLP torso",
+    )
+    parser.add_argument(
+        "--hidden", type=int, nargs="+", default=list(HIDDEN), help="hidden widths, all nets"
+    )
+    parser.add_argument("--batch-size", type=int, default=BATCH, help="SAC's update batch")
     args = parser.parse_args()
     if "sb3" in args.contenders and not sb3_available():
         sys.exit(SB3_MISSING)
@@ -238,16 +265,23 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     """The benchmark, under the process settings SAC generation uses (`cvl_algos.runtime`)."""
+    hidden, batch = tuple(args.hidden), args.batch_size
     contenders = [
-        sb3_contender(args.rounds) if name == "sb3" else our_contender(name, args.rounds)
+        (
+            sb3_contender(args.rounds, hidden, batch)
+            if name == "sb3"
+            else our_contender(name, args.rounds, hidden, batch)
+        )
         for name in args.contenders
     ]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {TASK}, hidden "
-        f"{HIDDEN}, batch {BATCH}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
+        f"{hidden}, batch {batch}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
         f"frames (random actions, no updates), then {args.rounds} steady rounds"
     )
-    peak = gemm_flops_per_s([(BATCH, 256, 256), (BATCH, 299, 256), (BATCH, 43, 256)])
+    # the update's GEMM shapes: hidden products, DenseNet skip layers (width + 43), input layer
+    width = hidden[-1]
+    peak = gemm_flops_per_s([(batch, width, width), (batch, width + 43, width), (batch, 43, width)])
     print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")
     warmup, steady = interleaved_rates(contenders, args.rounds)
     flops = {c.name: update_flops(c.flop_step) for c in contenders}
