@@ -21,7 +21,10 @@ alike; resets cost the same on both sides); contenders take turns. The first 5 t
 warm-up (500 uniform random actions, no updates: ours ``warmup_frames``, SB3
 ``learning_starts``), reported on their own; the next ``rounds`` turns are the steady state (an
 action from the policy and one update per frame). The table shows the median frames/s over the
-steady rounds with their min-max; ratios are of medians.
+steady rounds with their min-max; ratios are of medians. ``cpu f/s`` is the same turns' frames
+per second of the thread's CPU time (``time.thread_time``): on a machine shared with other jobs
+it leaves out the time spent waiting for a core, so it is the steadier estimate of the rate on a
+core of one's own (the ``cpu ratio`` column compares those).
 
 FLOP bound (`flop_bound`): the matmul FLOPs of one update of each contender on a fixed batch
 (``FlopCounterMode``), divided into this machine's measured GEMM throughput at the thread count,
@@ -183,28 +186,31 @@ def sb3_contender(
 
 def interleaved_rates(
     contenders: list[Contender], rounds: int
-) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns) and steady frames/s per round
-    of each contender."""
+) -> tuple[dict[str, float], dict[str, list[float]], dict[str, list[float]]]:
+    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns), and steady frames/s per
+    round of each contender: per wall second and per second of the thread's CPU time."""
     warmup_seconds = {c.name: 0.0 for c in contenders}
     steady: dict[str, list[float]] = {c.name: [] for c in contenders}
+    steady_cpu: dict[str, list[float]] = {c.name: [] for c in contenders}
     for turn in range(WARMUP // TURN + rounds):
         for contender in contenders:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             contender.episode()
             seconds = time.perf_counter() - start
+            cpu_seconds = time.thread_time() - start_cpu
             if turn < WARMUP // TURN:
                 warmup_seconds[contender.name] += seconds
             else:
                 steady[contender.name].append(TURN / seconds)
-    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady
+                steady_cpu[contender.name].append(TURN / cpu_seconds)
+    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady, steady_cpu
 
 
-def print_table(warmup, steady, flops, peak, replay) -> dict[str, tuple[float, float]]:
+def print_table(warmup, steady, steady_cpu, flops, peak, replay) -> dict[str, tuple[float, float]]:
     """Frames/s, GFLOP per update and the bounds; returns each contender's frame bounds (at the
     best GEMM rate, and at its own matmuls replayed)."""
     print(
-        f"{'contender':<10}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}"
+        f"{'contender':<10}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}{'cpu f/s':>9}"
         f"{'GFLOP':>8}{'frame bound':>13}{'%bound':>8}{'replay ms':>11}{'replay bound':>14}"
         f"{'%replay':>9}"
     )
@@ -216,28 +222,31 @@ def print_table(warmup, steady, flops, peak, replay) -> dict[str, tuple[float, f
         bounds[name] = (flop_bound, replay_bound)
         print(
             f"{name:<10}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
+            f"{statistics.median(steady_cpu[name]):>9.1f}"
             f"{flops[name] / 1e9:>8.2f}{flop_bound:>13.1f}{100 * median / flop_bound:>7.0f}%"
             f"{1e3 * replay[name]:>11.2f}{replay_bound:>14.1f}{100 * median / replay_bound:>8.0f}%"
         )
     return bounds
 
 
-def print_ratios(steady, bounds) -> None:
-    """Each pair's ratio of median steady frames/s, with ours at its frame bounds as ceilings."""
+def print_ratios(steady, steady_cpu, bounds) -> None:
+    """Each pair's ratio of median steady frames/s, with ours at its frame bounds as ceilings,
+    and the ratio of median frames per CPU second."""
     pairs = (
         ("ours", "sb3", "ours (DenseNet+LayerNorm) / SB3 (plain MLP)"),
         ("ours_mlp", "sb3", "ours (plain MLP) / SB3 (plain MLP)"),
         ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
     )
-    print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}{'replay ceiling':>16}")
+    print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}{'replay ceiling':>16}{'cpu ratio':>11}")
     for ours, theirs, label in pairs:
         if ours in steady and theirs in steady:
             theirs_rate = statistics.median(steady[theirs])
             ratio = statistics.median(steady[ours]) / theirs_rate
             flop_bound, replay_bound = bounds[ours]
+            cpu = statistics.median(steady_cpu[ours]) / statistics.median(steady_cpu[theirs])
             print(
                 f"{label:<46}{ratio:>6.2f}x{flop_bound / theirs_rate:>8.2f}x"
-                f"{replay_bound / theirs_rate:>15.2f}x"
+                f"{replay_bound / theirs_rate:>15.2f}x{cpu:>10.2f}x"
             )
 
 
@@ -283,10 +292,11 @@ def run(args: argparse.Namespace) -> None:
     width = hidden[-1]
     peak = gemm_flops_per_s([(batch, width, width), (batch, width + 43, width), (batch, 43, width)])
     print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")
-    warmup, steady = interleaved_rates(contenders, args.rounds)
+    warmup, steady, steady_cpu = interleaved_rates(contenders, args.rounds)
     flops = {c.name: update_flops(c.flop_step) for c in contenders}
     replay = {c.name: gemm_replay_seconds(c.flop_step)[0] for c in contenders}
-    print_ratios(steady, print_table(warmup, steady, flops, peak, replay))
+    bounds = print_table(warmup, steady, steady_cpu, flops, peak, replay)
+    print_ratios(steady, steady_cpu, bounds)
 
 
 if __name__ == "__main__":
