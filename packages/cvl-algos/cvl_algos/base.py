@@ -265,9 +265,15 @@ class LearnerBase:
         return gens
 
     def maybe_compile(self, fn: Callable) -> Callable:
-        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged."""
+        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged.
+
+        Random draws inside the compiled code stay eager's own ops (inductor's
+        ``fallback_random``): a compiled learner draws the numbers the eager one draws at the
+        same seed and differs from it by float rounding only (SAC at 128 x 128, batch 256:
+        parameters 4e-7 apart after 5 updates). Inductor's own generator would draw others.
+        """
         if getattr(self.config, "compile", False):
-            return torch.compile(fn)
+            return torch.compile(fn, options={"fallback_random": True})
         return fn
 
     def clip_and_step(
