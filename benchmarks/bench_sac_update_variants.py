@@ -15,8 +15,8 @@ Variants:
 - ``no_cat``: ``current`` with a concatenation-free DenseNet layer (``x W_x^T + b`` then
   ``addmm_`` of ``z W_z^T``, from column blocks of the same weight: same parameters and
   checkpoints, different summation order), patched into `DenseMLP.forward` for its turns only;
-- ``compiled``: ``current`` with ``compile=True`` (inductor; its random numbers differ from
-  eager's, so it is not the same computation); its compilation happens in the untimed round.
+- ``compiled``: ``current`` with ``compile=True`` (inductor, eager's random draws: the same
+  computation up to float rounding); its compilation happens in the untimed round.
 
 It also prints each variant's largest parameter difference from ``current`` after all rounds
 (0 where the arithmetic is the same).
