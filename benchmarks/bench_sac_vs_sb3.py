@@ -1,7 +1,9 @@
 """Same-run SAC data collection: ours (`cvl_eval.datagen.sac`) against Stable-Baselines3's SAC.
 
-Setup: Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512,
-Adam at 3e-4, one update per collected frame once the warm-up frames are collected.
+Setup: Meta-World drawer-open, 1 torch thread, 256 x 256 hidden layers, batch 512 by default
+(``--hidden 128 128 --batch-size 256``: the SAC-replay preset's sizes), Adam at 3e-4, one update
+per collected frame once the warm-up frames are collected. Every contender runs at the same
+sizes.
 
 Contenders (each with its own env, replay buffer and networks, seed 0):
 
@@ -9,7 +11,11 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
   the replay buffer, update), the paper's DenseNet + LayerNorm torso; episodes are not written
   to disk (SB3 writes nothing either);
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
-- ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=[256, 256], batch_size=512,
+- ``ours_compiled`` (not run by default): ``ours`` with ``compile=True`` (the losses under
+  ``torch.compile``, random draws eager's). It compiles at its first update, the last warm-up
+  frame, so its warm-up rate includes the compilation; its bounds take ``ours``'s warm-up rate
+  (the same env, acting and storing) when ``ours`` runs too;
+- ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=hidden, batch_size=batch,
   train_freq=1, gradient_steps=1, learning_starts=warm-up)``, continued with
   ``learn(100, reset_num_timesteps=False)`` per turn. SB3 clips no gradients; ours clips at 100.
 
@@ -19,7 +25,10 @@ alike; resets cost the same on both sides); contenders take turns. The first 5 t
 warm-up (500 uniform random actions, no updates: ours ``warmup_frames``, SB3
 ``learning_starts``), reported on their own; the next ``rounds`` turns are the steady state (an
 action from the policy and one update per frame). The table shows the median frames/s over the
-steady rounds with their min-max; ratios are of medians.
+steady rounds with their min-max; ratios are of medians. ``cpu f/s`` is the same turns' frames
+per second of the thread's CPU time (``time.thread_time``): on a machine shared with other jobs
+it leaves out the time spent waiting for a core, so it is the steadier estimate of the rate on a
+core of one's own (the ``cpu ratio`` column compares those).
 
 FLOP bound (`flop_bound`): the matmul FLOPs of one update of each contender on a fixed batch
 (``FlopCounterMode``), divided into this machine's measured GEMM throughput at the thread count,
@@ -36,7 +45,8 @@ SB3 is optional and benchmark-only (not in the Pants lockfile); install it besid
 ``pip install stable-baselines3 'torch==2.13.0'``. Run from the repository root:
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval \\
-        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3]
+        python benchmarks/bench_sac_vs_sb3.py [--rounds 10] [--contenders ours ours_mlp sb3] \\
+        [--hidden 128 128] [--batch-size 256]
 """
 
 from __future__ import annotations
@@ -84,10 +94,18 @@ class Contender:
     flop_step: Callable[[], object]
 
 
-def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: int | None = TURN):
+def our_collection(
+    name: str,
+    frames_total: int,
+    seed: int = 0,
+    episode_steps: int | None = TURN,
+    hidden: tuple[int, ...] = HIDDEN,
+    batch_size: int = BATCH,
+):
     """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
-    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP), episodes of
-    ``episode_steps`` frames (None: Meta-World's 500) after ``WARMUP`` random ones."""
+    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP) at sizes ``hidden``
+    and ``batch_size``, episodes of ``episode_steps`` frames (None: Meta-World's 500) after
+    ``WARMUP`` random ones."""
     from cvl_algos import make_learner
     from cvl_algos.sac import SACConfig
     from cvl_data import ReplayBuffer
@@ -95,7 +113,8 @@ def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: i
     from cvl_eval.envs.make import make_env
 
     torso = {"torso": "mlp"} if name == "ours_mlp" else {}  # else the default, DenseNet
-    sac = SACConfig(hidden=HIDDEN, batch_size=BATCH, lr=LR, **torso)
+    compile_ = {"compile": True} if name == "ours_compiled" else {}
+    sac = SACConfig(hidden=hidden, batch_size=batch_size, lr=LR, **torso, **compile_)
     config = SACDataConfig(
         TASK,
         frames=frames_total,
@@ -111,11 +130,15 @@ def our_collection(name: str, frames_total: int, seed: int = 0, episode_steps: i
     return env, learner, ReplayBuffer(frames_total, obs_shape, action_dim), config
 
 
-def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
+def our_contender(
+    name: str, rounds: int, hidden: tuple[int, ...], batch_size: int, seed: int = 0
+) -> Contender:
     """Our SAC collection loop (`run_sac_episode`) with the torso of ``name``."""
     from cvl_eval.datagen.sac.episode import run_sac_episode
 
-    env, learner, buffer, config = our_collection(name, WARMUP + TURN * rounds, seed)
+    env, learner, buffer, config = our_collection(
+        name, WARMUP + TURN * rounds, seed, hidden=hidden, batch_size=batch_size
+    )
     state = {"frames": 0, "episode": 0}
 
     def episode() -> None:
@@ -124,8 +147,17 @@ def our_contender(name: str, rounds: int, seed: int = 0) -> Contender:
         )
         state["episode"] += 1
 
+    counted = learner
+    if config.sac.compile:  # the FLOP counter and the replay see eager ops: an eager twin
+        from cvl_algos import make_learner
+
+        sac = dataclasses.replace(config.sac, compile=False)
+        counted = make_learner(
+            "sac", buffer.obs_shape, buffer.action_dim, "cpu", seed, **dataclasses.asdict(sac)
+        )
+
     def flop_step():
-        return learner.update(buffer.sample(BATCH, torch.Generator().manual_seed(0)))
+        return counted.update(buffer.sample(batch_size, torch.Generator().manual_seed(0)))
 
     return Contender(name, episode, flop_step)
 
@@ -138,7 +170,9 @@ def sb3_available() -> bool:
     return True
 
 
-def sb3_contender(rounds: int, seed: int = 0) -> Contender:
+def sb3_contender(
+    rounds: int, hidden: tuple[int, ...], batch_size: int, seed: int = 0
+) -> Contender:
     """Stable-Baselines3's SAC on the same env at the same sizes."""
     from stable_baselines3 import SAC  # pants: no-infer-dep
 
@@ -150,10 +184,10 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
         learning_rate=LR,
         buffer_size=WARMUP + TURN * rounds,
         learning_starts=WARMUP,
-        batch_size=BATCH,
+        batch_size=batch_size,
         train_freq=1,
         gradient_steps=1,
-        policy_kwargs={"net_arch": list(HIDDEN)},
+        policy_kwargs={"net_arch": list(hidden)},
         seed=seed,
         device="cpu",
     )
@@ -161,66 +195,76 @@ def sb3_contender(rounds: int, seed: int = 0) -> Contender:
     def episode() -> None:
         model.learn(TURN, reset_num_timesteps=False, progress_bar=False)
 
-    return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=BATCH))
+    return Contender("sb3", episode, lambda: model.train(gradient_steps=1, batch_size=batch_size))
 
 
 def interleaved_rates(
     contenders: list[Contender], rounds: int
-) -> tuple[dict[str, float], dict[str, list[float]]]:
-    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns) and steady frames/s per round
-    of each contender."""
+) -> tuple[dict[str, float], dict[str, list[float]], dict[str, list[float]]]:
+    """Warm-up frames/s (the first ``WARMUP`` frames, taking turns), and steady frames/s per
+    round of each contender: per wall second and per second of the thread's CPU time."""
     warmup_seconds = {c.name: 0.0 for c in contenders}
     steady: dict[str, list[float]] = {c.name: [] for c in contenders}
+    steady_cpu: dict[str, list[float]] = {c.name: [] for c in contenders}
     for turn in range(WARMUP // TURN + rounds):
         for contender in contenders:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             contender.episode()
             seconds = time.perf_counter() - start
+            cpu_seconds = time.thread_time() - start_cpu
             if turn < WARMUP // TURN:
                 warmup_seconds[contender.name] += seconds
             else:
                 steady[contender.name].append(TURN / seconds)
-    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady
+                steady_cpu[contender.name].append(TURN / cpu_seconds)
+    return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady, steady_cpu
 
 
-def print_table(warmup, steady, flops, peak, replay) -> dict[str, tuple[float, float]]:
+def print_table(warmup, steady, steady_cpu, flops, peak, replay) -> dict[str, tuple[float, float]]:
     """Frames/s, GFLOP per update and the bounds; returns each contender's frame bounds (at the
     best GEMM rate, and at its own matmuls replayed)."""
     print(
-        f"{'contender':<10}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}"
+        f"{'contender':<14}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}{'cpu f/s':>9}"
         f"{'GFLOP':>8}{'frame bound':>13}{'%bound':>8}{'replay ms':>11}{'replay bound':>14}"
         f"{'%replay':>9}"
     )
     bounds = {}
     for name, values in steady.items():
         median = statistics.median(values)
-        flop_bound = 1.0 / (flops[name] / peak + 1.0 / warmup[name])
-        replay_bound = 1.0 / (replay[name] + 1.0 / warmup[name])
+        # the compiled contender's warm-up includes its compilation (module docstring)
+        warm = warmup["ours"] if name == "ours_compiled" and "ours" in warmup else warmup[name]
+        flop_bound = 1.0 / (flops[name] / peak + 1.0 / warm)
+        replay_bound = 1.0 / (replay[name] + 1.0 / warm)
         bounds[name] = (flop_bound, replay_bound)
         print(
-            f"{name:<10}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
+            f"{name:<14}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
+            f"{statistics.median(steady_cpu[name]):>9.1f}"
             f"{flops[name] / 1e9:>8.2f}{flop_bound:>13.1f}{100 * median / flop_bound:>7.0f}%"
             f"{1e3 * replay[name]:>11.2f}{replay_bound:>14.1f}{100 * median / replay_bound:>8.0f}%"
         )
     return bounds
 
 
-def print_ratios(steady, bounds) -> None:
-    """Each pair's ratio of median steady frames/s, with ours at its frame bounds as ceilings."""
+def print_ratios(steady, steady_cpu, bounds) -> None:
+    """Each pair's ratio of median steady frames/s, with ours at its frame bounds as ceilings,
+    and the ratio of median frames per CPU second."""
     pairs = (
         ("ours", "sb3", "ours (DenseNet+LayerNorm) / SB3 (plain MLP)"),
         ("ours_mlp", "sb3", "ours (plain MLP) / SB3 (plain MLP)"),
         ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
+        ("ours_compiled", "sb3", "ours DenseNet compiled / SB3 (plain MLP)"),
+        ("ours_compiled", "ours", "ours DenseNet compiled / eager"),
     )
-    print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}{'replay ceiling':>16}")
+    print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}{'replay ceiling':>16}{'cpu ratio':>11}")
     for ours, theirs, label in pairs:
         if ours in steady and theirs in steady:
             theirs_rate = statistics.median(steady[theirs])
             ratio = statistics.median(steady[ours]) / theirs_rate
             flop_bound, replay_bound = bounds[ours]
+            cpu = statistics.median(steady_cpu[ours]) / statistics.median(steady_cpu[theirs])
             print(
                 f"{label:<46}{ratio:>6.2f}x{flop_bound / theirs_rate:>8.2f}x"
-                f"{replay_bound / theirs_rate:>15.2f}x"
+                f"{replay_bound / theirs_rate:>15.2f}x{cpu:>10.2f}x"
             )
 
 
@@ -228,7 +272,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="steady turns of 100 frames")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--contenders", nargs="+", default=["ours", "ours_mlp", "sb3"])
+    parser.add_argument(
+        "--contenders",
+        nargs="+",
+        default=["ours", "ours_mlp", "sb3"],
+        choices=["ours", "ours_mlp", "ours_compiled", "sb3"],
+        help="ours: the DenseNet+LayerNorm torso (default); ours_mlp: the plain MLP torso; "
+        "ours_compiled: ours with compile=True",
+    )
+    parser.add_argument(
+        "--hidden", type=int, nargs="+", default=list(HIDDEN), help="hidden widths, all nets"
+    )
+    parser.add_argument("--batch-size", type=int, default=BATCH, help="SAC's update batch")
     args = parser.parse_args()
     if "sb3" in args.contenders and not sb3_available():
         sys.exit(SB3_MISSING)
@@ -238,21 +293,29 @@ def main() -> None:
 
 def run(args: argparse.Namespace) -> None:
     """The benchmark, under the process settings SAC generation uses (`cvl_algos.runtime`)."""
+    hidden, batch = tuple(args.hidden), args.batch_size
     contenders = [
-        sb3_contender(args.rounds) if name == "sb3" else our_contender(name, args.rounds)
+        (
+            sb3_contender(args.rounds, hidden, batch)
+            if name == "sb3"
+            else our_contender(name, args.rounds, hidden, batch)
+        )
         for name in args.contenders
     ]
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {TASK}, hidden "
-        f"{HIDDEN}, batch {BATCH}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
+        f"{hidden}, batch {batch}, 1 update/frame; turns of {TURN} frames: {WARMUP} warm-up "
         f"frames (random actions, no updates), then {args.rounds} steady rounds"
     )
-    peak = gemm_flops_per_s([(BATCH, 256, 256), (BATCH, 299, 256), (BATCH, 43, 256)])
+    # the update's GEMM shapes: hidden products, DenseNet skip layers (width + 43), input layer
+    width = hidden[-1]
+    peak = gemm_flops_per_s([(batch, width, width), (batch, width + 43, width), (batch, 43, width)])
     print(f"matmul throughput: {peak / 1e9:.1f} GFLOP/s\n")
-    warmup, steady = interleaved_rates(contenders, args.rounds)
+    warmup, steady, steady_cpu = interleaved_rates(contenders, args.rounds)
     flops = {c.name: update_flops(c.flop_step) for c in contenders}
     replay = {c.name: gemm_replay_seconds(c.flop_step)[0] for c in contenders}
-    print_ratios(steady, print_table(warmup, steady, flops, peak, replay))
+    bounds = print_table(warmup, steady, steady_cpu, flops, peak, replay)
+    print_ratios(steady, steady_cpu, bounds)
 
 
 if __name__ == "__main__":

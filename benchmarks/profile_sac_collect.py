@@ -1,7 +1,8 @@
 """Where a frame of SAC data collection spends its time: phases, then the update's ATen ops.
 
 The collection is `bench_sac_vs_sb3`'s ``ours`` (or ``ours_mlp``): Meta-World drawer-open,
-256 x 256, batch 512, 1 torch thread by default, one update per frame. One warm-up episode of
+256 x 256, batch 512 by default (``--hidden``, ``--batch-size``), 1 torch thread, one update
+per frame. One warm-up episode of
 random actions fills the buffer; then ``frames`` steady frames (policy actions, one update each)
 run under ``torch.profiler``, each phase inside a ``record_function`` scope:
 
@@ -17,7 +18,8 @@ layernorm, elementwise/other); its python/dispatch overhead is the update phase'
 minus that sum (the profiler's own cost inflates it; unprofiled frames/s is printed too).
 
 Run: ``PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval
-python benchmarks/profile_sac_collect.py [--torso ours|ours_mlp] [--frames 200]``
+python benchmarks/profile_sac_collect.py [--torso ours|ours_mlp] [--frames 200]
+[--hidden 128 128] [--batch-size 256]``
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 from cvl_algos.runtime import process_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
-from benchmarks.bench_sac_vs_sb3 import WARMUP, our_collection  # noqa: E402
+from benchmarks.bench_sac_vs_sb3 import BATCH, HIDDEN, WARMUP, our_collection  # noqa: E402
 from benchmarks.profile_update import bucket  # noqa: E402
 
 PHASES = ("env.step", "act", "sample", "update", "store")
@@ -83,8 +85,12 @@ def collect(env, learner, buffer, config, episode: int, frames: int, budget: int
     return frames, time.perf_counter() - start
 
 
-def profile_collection(name: str, frames: int) -> dict:
-    env, learner, buffer, config = our_collection(name, WARMUP + 2 * frames, episode_steps=None)
+def profile_collection(
+    name: str, frames: int, hidden: tuple[int, ...] = HIDDEN, batch_size: int = BATCH
+) -> dict:
+    env, learner, buffer, config = our_collection(
+        name, WARMUP + 2 * frames, episode_steps=None, hidden=hidden, batch_size=batch_size
+    )
     done, _ = collect(env, learner, buffer, config, 0, 0, WARMUP)  # warm-up: random actions
     done, plain_s = collect(env, learner, buffer, config, 1, done, WARMUP + frames)
     totals: dict[str, float] = defaultdict(float)
@@ -134,14 +140,19 @@ def main() -> None:
     parser.add_argument("--torso", nargs="+", default=["ours"], choices=["ours", "ours_mlp"])
     parser.add_argument("--frames", type=int, default=200, help="profiled steady frames")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN))
+    parser.add_argument("--batch-size", type=int, default=BATCH)
     args = parser.parse_args()
+    hidden = tuple(args.hidden)
     with process_settings(args.threads):
         print(
-            f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), hidden 256x256, "
-            f"batch 512, {args.frames} profiled frames after {args.frames} unprofiled\n"
+            f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), hidden {hidden}, "
+            f"batch {args.batch_size}, {args.frames} profiled frames after {args.frames} "
+            "unprofiled\n"
         )
         for name in args.torso:
-            print(markdown(name, profile_collection(name, args.frames), args.frames))
+            result = profile_collection(name, args.frames, hidden, args.batch_size)
+            print(markdown(name, result, args.frames))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ from cvl_algos.common import (
     config_to_dict,
     detach_metrics,
     optimizer_step,
-    polyak_update,
+    polyak_tensors,
 )
 from cvl_algos.stages import GradientStage, PolyakStage, Stage, submodule
 
@@ -126,6 +126,8 @@ class LearnerBase:
         self._cuda_gen = None
         if self.device.type == "cuda":
             self._cuda_gen = torch.Generator(self.device).manual_seed(self.seed)
+        self._module_tensors: dict[int, tuple[nn.Module, list[nn.Parameter], list[torch.Tensor]]]
+        self._module_tensors = {}
 
     # -- things a subclass provides ------------------------------------------------------------
 
@@ -177,7 +179,10 @@ class LearnerBase:
                 if stage.grad_norm_metric is not None:
                     stage_metrics[stage.grad_norm_metric] = norm
             elif isinstance(stage, PolyakStage):
-                polyak_update(modules[stage.target], submodule(modules, stage.source), stage.tau)
+                target = self.module_tensors(modules[stage.target])
+                source = self.module_tensors(submodule(modules, stage.source))
+                assert len(target[0]) == len(source[0]), "polyak: modules differ"
+                polyak_tensors(target[0], source[0], target[1], source[1], stage.tau)
                 continue
             else:
                 with torch.no_grad():
@@ -260,16 +265,35 @@ class LearnerBase:
         return gens
 
     def maybe_compile(self, fn: Callable) -> Callable:
-        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged."""
+        """``torch.compile(fn)`` when ``config.compile`` is set, else ``fn`` unchanged.
+
+        Random draws inside the compiled code stay eager's own ops (inductor's
+        ``fallback_random``): a compiled learner draws the numbers the eager one draws at the
+        same seed and differs from it by float rounding only (SAC at 128 x 128, batch 256:
+        parameters 4e-7 apart after 5 updates). Inductor's own generator would draw others.
+        """
         if getattr(self.config, "compile", False):
-            return torch.compile(fn)
+            return torch.compile(fn, options={"fallback_random": True})
         return fn
 
     def clip_and_step(
         self, optimizer: torch.optim.Optimizer, loss: torch.Tensor, module: nn.Module
     ) -> torch.Tensor:
         """:func:`optimizer_step` with the config's ``max_grad_norm``."""
-        return optimizer_step(optimizer, loss, module.parameters(), self.config.max_grad_norm)
+        params = self.module_tensors(module)[0]
+        return optimizer_step(optimizer, loss, params, self.config.max_grad_norm)
+
+    def module_tensors(self, module: nn.Module) -> tuple[list[nn.Parameter], list[torch.Tensor]]:
+        """``module``'s parameters and buffers as lists, collected on first use of that module
+        object and reused after: a learner's modules keep their tensors for life (checkpoints
+        load into them in place), and walking the module tree at every step took ~0.15 ms of a
+        ~9 ms SAC update at 128 x 128, batch 256, on one CPU thread. A module object met for
+        the first time (e.g. one that replaced another) gets its lists collected then."""
+        entry = self._module_tensors.get(id(module))
+        if entry is None or entry[0] is not module:
+            entry = (module, list(module.parameters()), list(module.buffers()))
+            self._module_tensors[id(module)] = entry
+        return entry[1], entry[2]
 
     # -- the protocol ----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ The learner protocol itself (`LearnerBase`) lives in `cvl_algos.base`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -18,6 +18,7 @@ from cvl_models import TanhGaussianPolicy
 __all__ = [
     "Scalar",
     "assert_transition_batch",
+    "clip_grad_norm",
     "config_from_dict",
     "config_to_dict",
     "detach_metrics",
@@ -26,6 +27,7 @@ __all__ = [
     "metrics_to_floats",
     "optimizer_step",
     "policy_from_config",
+    "polyak_tensors",
     "polyak_update",
 ]
 
@@ -83,16 +85,41 @@ def optimizer_step(
 
     The returned norm is the one before clipping (``clip_grad_norm_``'s convention).
     """
-    params = list(params)
+    params = params if isinstance(params, list) else list(params)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if max_grad_norm is not None and max_grad_norm > 0:
-        norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+        norm = clip_grad_norm(params, max_grad_norm)
     else:
         grads = [p.grad for p in params if p.grad is not None]
         norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
     optimizer.step()
     return norm.detach()
+
+
+@torch.no_grad()
+def clip_grad_norm(params: Sequence[nn.Parameter], max_norm: float) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_(params, max_norm)``, bit for bit, with less per-call work.
+
+    Scales the gradients in place by ``min(max_norm / (||g|| + 1e-6), 1)`` and returns ``||g||``,
+    the 2-norm of all gradients together. When every gradient shares one device and dtype (every
+    learner here) it makes torch's own calls (``_foreach_norm``, ``stack``, ``vector_norm``,
+    ``clamp``, ``_foreach_mul_``) without ``clip_grad_norm_``'s grouping by device and dtype:
+    that bookkeeping took about half of its ~0.15-0.2 ms for a 20-tensor twin critic on one CPU
+    thread, a few % of a SAC update at 128 x 128, batch 256. Other cases (several devices or
+    dtypes, sparse gradients, devices other than CPU and CUDA) go to ``clip_grad_norm_`` itself.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    device, dtype = grads[0].device, grads[0].dtype
+    one_group = all(g.device == device and g.dtype == dtype and not g.is_sparse for g in grads)
+    if not one_group or device.type not in ("cpu", "cuda"):  # where clip_grad_norm_ uses foreach
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+    coef = torch.clamp(float(max_norm) / (total + 1e-6), max=1.0)
+    torch._foreach_mul_(grads, coef)
+    return total
 
 
 @torch.no_grad()
@@ -104,9 +131,23 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     target_params = list(target.parameters())
     source_params = list(source.parameters())
     assert len(target_params) == len(source_params), "polyak: modules differ"
+    polyak_tensors(
+        target_params, source_params, list(target.buffers()), list(source.buffers()), tau
+    )
+
+
+@torch.no_grad()
+def polyak_tensors(
+    target_params: Sequence[torch.Tensor],
+    source_params: Sequence[torch.Tensor],
+    target_buffers: Sequence[torch.Tensor],
+    source_buffers: Sequence[torch.Tensor],
+    tau: float,
+) -> None:
+    """`polyak_update` on given lists of two modules' parameters and buffers (in module order)."""
     if target_params:
-        torch._foreach_lerp_(target_params, source_params, tau)
-    for t_buf, s_buf in zip(target.buffers(), source.buffers(), strict=True):
+        torch._foreach_lerp_(list(target_params), list(source_params), tau)
+    for t_buf, s_buf in zip(target_buffers, source_buffers, strict=True):
         if t_buf.is_floating_point():
             t_buf.lerp_(s_buf, tau)
         else:

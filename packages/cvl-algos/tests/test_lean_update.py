@@ -2,11 +2,14 @@
 
 Lean path: fused Adam (`make_adam`), BC's likelihood and entropy from one policy pass, CQL's
 policy run once at s and s' and its critic once over the proposals and the dataset action,
-metrics returned as detached tensors. Reference path: the previous code, rebuilt here from the
-public pieces it was made of (``policy.log_prob`` + ``policy.entropy``, ``sac.critic_loss`` +
-``cql_regularizer``) with the default per-tensor Adam.
+metrics returned as detached tensors, gradient clipping by `clip_grad_norm` on parameter lists
+collected once per module (`LearnerBase.module_tensors`). Reference path: the previous code,
+rebuilt here from the public pieces it was made of (``policy.log_prob`` + ``policy.entropy``,
+``sac.critic_loss`` + ``cql_regularizer``, ``clip_grad_norm_`` and `polyak_update` on the
+modules at every step) with the default per-tensor Adam.
 """
 
+import hypothesis.strategies as st
 import torch
 from conftest import (  # pants: no-infer-dep
     ACTION_DIM,
@@ -16,11 +19,19 @@ from conftest import (  # pants: no-infer-dep
     tiny_nets,
     tiny_policy,
 )
+from hypothesis import given, settings
 
 from cvl_algos import sac
 from cvl_algos.bc import BCLearner, bc_loss
-from cvl_algos.common import make_adam, metrics_to_floats
+from cvl_algos.common import (
+    clip_grad_norm,
+    make_adam,
+    metrics_to_floats,
+    optimizer_step,
+    polyak_update,
+)
 from cvl_algos.cql import CQLLearner, cql_critic_loss, cql_regularizer
+from cvl_algos.stages import PolyakStage, submodule
 
 
 def _grads(module):
@@ -157,3 +168,101 @@ def test_update_returns_detached_scalar_tensors_read_once():
     )
     floats = metrics_to_floats(metrics)
     assert floats == {k: float(v) for k, v in metrics.items()}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shapes=st.lists(st.lists(st.integers(1, 6), min_size=0, max_size=3), min_size=1, max_size=6),
+    scale=st.sampled_from([1e-3, 1.0, 30.0]),
+    max_norm=st.sampled_from([0.5, 1.0, 100.0]),
+    missing=st.integers(0, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_clip_grad_norm_equals_torch_bit_for_bit(shapes, scale, max_norm, missing, seed):
+    gen = torch.Generator().manual_seed(seed)
+    params = [torch.nn.Parameter(torch.zeros(shape)) for shape in shapes]
+    for i, p in enumerate(params):
+        if i != missing:  # one parameter (if in range) without a gradient
+            p.grad = scale * torch.randn(p.shape, generator=gen)
+    twins = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    for p, twin in zip(params, twins, strict=True):
+        twin.grad = None if p.grad is None else p.grad.clone()
+    ours = clip_grad_norm(params, max_norm)
+    reference = torch.nn.utils.clip_grad_norm_(twins, max_norm)
+    assert torch.equal(ours, reference)
+    for p, twin in zip(params, twins, strict=True):
+        assert (p.grad is None) == (twin.grad is None)
+        if p.grad is not None:
+            assert torch.equal(p.grad, twin.grad)
+
+
+def test_clip_grad_norm_mixed_dtypes_falls_back_to_torch():
+    def params():
+        ps = [torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2).double())]
+        ps[0].grad = torch.full((3,), 10.0)
+        ps[1].grad = torch.full((2,), 10.0, dtype=torch.float64)
+        return ps
+
+    ours, reference = params(), params()
+    assert torch.equal(clip_grad_norm(ours, 1.0), torch.nn.utils.clip_grad_norm_(reference, 1.0))
+    for a, b in zip(ours, reference, strict=True):
+        assert torch.equal(a.grad, b.grad)
+
+
+class _ReferenceStepsSAC(sac.SACLearner):
+    """SAC with the optimiser steps and polyak averages as before the cached parameter lists:
+    ``clip_grad_norm_`` over ``module.parameters()`` and `polyak_update` on the modules."""
+
+    def clip_and_step(self, optimizer, loss, module):
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(module.parameters(), self.config.max_grad_norm)
+        optimizer.step()
+        return norm.detach()
+
+    def run_stages(self, stages, batch):
+        polyaks = [s for s in stages if isinstance(s, PolyakStage)]
+        metrics = super().run_stages([s for s in stages if not isinstance(s, PolyakStage)], batch)
+        modules = self.state_modules()
+        for stage in polyaks:
+            polyak_update(modules[stage.target], submodule(modules, stage.source), stage.tau)
+        return metrics
+
+
+def test_sac_updates_equal_per_step_parameter_walks_bit_for_bit():
+    # SAC's polyak stage is its last, so running it after the others is the same order.
+    config = sac.SACConfig(**TINY, max_grad_norm=0.5)  # small: the clip bites
+    lean = sac.SACLearner((OBS_DIM,), ACTION_DIM, config, seed=3)
+    reference = _ReferenceStepsSAC((OBS_DIM,), ACTION_DIM, config, seed=3)
+    for i in range(5):
+        batch = make_transition_batch(i)
+        lean_metrics = lean.update(batch)
+        reference_metrics = reference.update(batch)
+        for key, value in lean_metrics.items():
+            assert torch.equal(value, reference_metrics[key]), key
+    assert float(lean_metrics["critic_grad_norm"]) > 0.5
+    for name, module in lean.state_modules().items():
+        other = reference.state_modules()[name]
+        for a, b in zip(module.state_dict().values(), other.state_dict().values(), strict=True):
+            assert torch.equal(a, b), name
+
+
+def test_module_tensors_are_collected_again_for_a_new_module_object():
+    learner = sac.SACLearner((OBS_DIM,), ACTION_DIM, sac.SACConfig(**TINY), seed=0)
+    first = learner.module_tensors(learner.critic)[0]
+    assert learner.module_tensors(learner.critic)[0] is first
+    assert [id(p) for p in first] == [id(p) for p in learner.critic.parameters()]
+    replacement = tiny_nets(1)[1]
+    params = learner.module_tensors(replacement)[0]
+    assert [id(p) for p in params] == [id(p) for p in replacement.parameters()]
+
+
+def test_optimizer_step_takes_a_generator_or_a_list():
+    policy_a, policy_b = tiny_policy(0), tiny_policy(0)
+    opt_a, opt_b = make_adam(policy_a.parameters(), 1e-2), make_adam(policy_b.parameters(), 1e-2)
+    batch = make_transition_batch(0)
+    norm_a = optimizer_step(opt_a, policy_a(batch.obs)[0].sum(), policy_a.parameters(), 0.1)
+    norm_b = optimizer_step(opt_b, policy_b(batch.obs)[0].sum(), list(policy_b.parameters()), 0.1)
+    assert torch.equal(norm_a, norm_b)
+    for a, b in zip(policy_a.parameters(), policy_b.parameters(), strict=True):
+        assert torch.equal(a, b)

@@ -5,6 +5,7 @@ import dataclasses
 import numpy as np
 import torch
 from conftest import (
+    ACTION_DIM,  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     TINY,  # pants: no-infer-dep
     assert_batch_equal,  # pants: no-infer-dep
@@ -139,3 +140,28 @@ def test_stop_and_resume_equals_straight_run(tmp_path):
         resumed.update(b)
     assert_learners_equal(straight, resumed)
     assert resumed.step == 6
+
+
+def test_compiled_updates_draw_eager_numbers(tmp_path):
+    """``compile=True`` keeps eager's random draws: the compiled learner follows the eager one
+    within float rounding (with inductor's own generator, `fallback_random=False`, it fails)."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.runtime.cache_dir_utils import temporary_cache_dir
+
+    config = SACConfig(**TINY)
+    eager = SACLearner((OBS_DIM,), ACTION_DIM, config, seed=4)
+    with temporary_cache_dir(str(tmp_path)), inductor_config.patch(compile_threads=1):
+        torch._dynamo.reset()
+        compiled = SACLearner(
+            (OBS_DIM,), ACTION_DIM, dataclasses.replace(config, compile=True), seed=4
+        )
+        for i in range(3):
+            batch = make_transition_batch(i)
+            eager_metrics, compiled_metrics = eager.update(batch), compiled.update(batch)
+        torch._dynamo.reset()
+    for key in ("critic_loss", "actor_loss", "entropy"):
+        torch.testing.assert_close(compiled_metrics[key], eager_metrics[key], rtol=1e-4, atol=1e-5)
+    for name, module in eager.state_modules().items():
+        other = compiled.state_modules()[name]
+        for a, b in zip(module.parameters(), other.parameters(), strict=True):
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
