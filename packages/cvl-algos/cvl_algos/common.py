@@ -138,15 +138,15 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
 
 @torch.no_grad()
 def polyak_tensors(
-    target_params: Sequence[torch.Tensor],
-    source_params: Sequence[torch.Tensor],
-    target_buffers: Sequence[torch.Tensor],
-    source_buffers: Sequence[torch.Tensor],
+    target_params: list[torch.Tensor],
+    source_params: list[torch.Tensor],
+    target_buffers: list[torch.Tensor],
+    source_buffers: list[torch.Tensor],
     tau: float,
 ) -> None:
     """`polyak_update` on given lists of two modules' parameters and buffers (in module order)."""
     if target_params:
-        torch._foreach_lerp_(list(target_params), list(source_params), tau)
+        torch._foreach_lerp_(target_params, source_params, tau)
     for t_buf, s_buf in zip(target_buffers, source_buffers, strict=True):
         if t_buf.is_floating_point():
             t_buf.lerp_(s_buf, tau)

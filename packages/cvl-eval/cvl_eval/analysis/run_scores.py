@@ -62,8 +62,7 @@ def load_runs(
         final = results["final_eval"]
         if up_to_step is not None:
             evals = evals_up_to(evals, up_to_step, path)
-            final = pooled_evals(evals, last_evals, path)
-        elif last_evals > 1:
+        if up_to_step is not None or last_evals > 1:
             final = pooled_evals(evals, last_evals, path)
         records.append(
             RunRecord(
