@@ -21,7 +21,12 @@ from test_cvl_losses import make_batch, make_nets, q_fns  # pants: no-infer-dep
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl.acting import select_flow_action_by_q
-from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
+from cvl_algos.cvl.extraction import (
+    ddpg_bc_policy_loss,
+    flow_matching_loss,
+    fql_policy_loss,
+    q_weights,
+)
 from cvl_algos.vectorised import VectorisedLearner
 from cvl_data import ContrastiveBatch
 from cvl_models.flow import FlowPolicy, euler_integrate
@@ -36,6 +41,8 @@ VARIANTS = [
     ("cvl", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
     ("cvl_mc", {"policy_extraction": "flow_select", "flow_steps": 3, "flow_select_samples": 4}),
     ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_fixed_std": 0.5}),
+    ("cvl", {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 2.0}),
+    ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 2.0, "self_normalized": True}),
 ]
 
 
@@ -125,12 +132,59 @@ def test_ddpg_bc_is_invariant_to_q_scale(scale: float, seed: int, fixed_std) -> 
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
 
 
+@SETTINGS
+@given(
+    q=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=9),
+    beta=st.floats(0.0, 5.0),
+    scale=st.floats(1e-2, 1e2),
+    offset=st.floats(-1e3, 1e3),
+)
+def test_q_weights_match_naive_reference(q: list, beta: float, scale: float, offset: float) -> None:
+    """Per element: w_b = B exp(beta z_b) / sum_c exp(beta z_c), z the population-standardised
+    Q; the weights average 1, are 1 each at beta 0, and ignore Q's positive factor and offset
+    (InfoNCE leaves the first free, lemma 2; rewards fix neither)."""
+    q_t = torch.tensor(q, dtype=torch.float64)
+    mean = sum(q) / len(q)
+    std = max((sum((x - mean) ** 2 for x in q) / len(q)) ** 0.5, 1e-6)
+    exps = [np.exp(beta * (x - mean) / std) for x in q]
+    expected = torch.tensor([len(q) * e / sum(exps) for e in exps], dtype=torch.float64)
+    weights = q_weights(q_t, beta)
+    torch.testing.assert_close(weights, expected)
+    torch.testing.assert_close(weights.mean(), torch.tensor(1.0, dtype=torch.float64))
+    if std > 1e-3:
+        torch.testing.assert_close(q_weights(scale * q_t + offset, beta), weights)
+    torch.testing.assert_close(q_weights(q_t, 0.0), torch.ones_like(q_t))
+
+
+def test_ddpg_bc_q_weighted_matches_naive_reference() -> None:
+    """With ``q_weight_beta`` the behaviour term is -mean_b w_b log pi(a_b|s_b), w from Q at the
+    data's own actions (`q_weights`); the Q term is unchanged."""
+    _, policy, _ = make_nets(3)
+    batch = make_batch(6, seed=5)
+    alpha, beta = 0.3, 2.0
+    loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, alpha=alpha, q_weight_beta=beta)
+    qs, q_data, log_probs = [], [], []
+    for b in range(6):
+        obs = batch.obs_t[b : b + 1]
+        qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
+        q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
+        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
+    q, weights = torch.stack(qs), q_weights(torch.stack(q_data), beta)
+    bc = -(weights * torch.stack(log_probs)).mean()
+    torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
+    torch.testing.assert_close(metrics["policy_bc"], bc)
+    assert weights.max() > 1.2  # the data pairs are weighed unequally
+
+
+@pytest.mark.parametrize("q_weight_beta", [0.0, 2.0])
 @pytest.mark.parametrize("estimator", ["rff", "mc"])
-def test_ddpg_bc_gradient_isolation_and_no_mutation(estimator: str) -> None:
+def test_ddpg_bc_gradient_isolation_and_no_mutation(estimator: str, q_weight_beta: float) -> None:
     critic, policy, rff = make_nets()
     batch = make_batch(6)
     before = clone_batch(batch)
-    loss, _ = ddpg_bc_policy_loss(policy, q_fns(critic, rff, batch)[estimator], batch)
+    loss, _ = ddpg_bc_policy_loss(
+        policy, q_fns(critic, rff, batch)[estimator], batch, q_weight_beta=q_weight_beta
+    )
     loss.backward()
     assert all(p.grad is None for p in critic.parameters())
     assert all(p.grad is not None for p in policy.parameters())
@@ -301,3 +355,7 @@ def test_config_refuses_what_does_not_fit() -> None:
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_fixed_std=0.0)
     with pytest.raises(ValueError, match="bc_fixed_std .* with 'kl'"):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, bc_fixed_std=1.0)
+    with pytest.raises(ValueError, match="bc_q_weight_beta must be >= 0 with"):
+        make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_q_weight_beta=-1)
+    with pytest.raises(ValueError, match="bc_q_weight_beta .* with 'flow'"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", bc_q_weight_beta=1)

@@ -119,6 +119,10 @@ class CVLConfig:
     a float sigma takes it from a Gaussian of that fixed std around the mode action,
     ``||a - mode||^2 / (2 sigma^2)`` (OGBench's contrastive RL actor: ``const_std=True``,
     sigma = 1; not in the paper). See `ddpg_bc_policy_loss`."""
+    bc_q_weight_beta: float = 0.0
+    """"ddpgbc": 0 weighs every data pair's behaviour term alike; beta > 0 weighs pair b by
+    ``B softmax_b(beta z_b)``, z the batch-standardised Q(s_b, a_b) (`q_weights`), so the term
+    clones the data the critic values (reward-weighted regression with Q; not in the paper)."""
     flow_steps: int = 10
     """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
     flow_select_samples: int = 32
@@ -189,6 +193,13 @@ class CVLConfig:
             raise ValueError(
                 f"bc_fixed_std must be None or > 0 with policy_extraction='ddpgbc', got "
                 f"{self.bc_fixed_std!r} with {self.policy_extraction!r}"
+            )
+        if self.bc_q_weight_beta and (
+            self.policy_extraction != "ddpgbc" or not self.bc_q_weight_beta > 0.0
+        ):
+            raise ValueError(
+                f"bc_q_weight_beta must be >= 0 with policy_extraction='ddpgbc' (0 elsewhere), "
+                f"got {self.bc_q_weight_beta!r} with {self.policy_extraction!r}"
             )
         if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
             raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")

@@ -50,8 +50,23 @@ def normalized_q_objective(q: Tensor, eps: float = 1e-6) -> tuple[Tensor, Tensor
     return -q.mean() / scale, scale
 
 
+def q_weights(q_data: Tensor, beta: float) -> Tensor:
+    """Weights ``B * softmax_b(beta * z_b)`` (mean 1) of the batch's data pairs, ``z`` their
+    batch-standardised ``Q(s_b, a_b)``, detached: reward-weighted regression's weights
+    (Peters and Schaal 2007) with the critic's Q for the return. ``beta = 0`` gives 1 each."""
+    q = q_data.detach()
+    z = (q - q.mean()) / q.std(correction=0).clamp_min(1e-6)
+    return q.shape[0] * torch.softmax(beta * z, dim=0)
+
+
 def ddpg_bc_policy_loss(
-    policy: nn.Module, q_fn: QFn, batch: Any, *, alpha: float = 1.0, fixed_std: float | None = None
+    policy: nn.Module,
+    q_fn: QFn,
+    batch: Any,
+    *,
+    alpha: float = 1.0,
+    fixed_std: float | None = None,
+    q_weight_beta: float = 0.0,
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -80,7 +95,12 @@ def ddpg_bc_policy_loss(
     else:
         squared = reduce((action_t - mode[0]).square(), "b a -> b", "sum")
         log_prob_data = -squared / (2.0 * fixed_std**2)
-    bc = -log_prob_data.mean()
+    if q_weight_beta:
+        with torch.no_grad():
+            weights = q_weights(q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0], q_weight_beta)
+        bc = -(weights * log_prob_data).mean()
+    else:
+        bc = -log_prob_data.mean()
     loss = q_term + alpha * bc
     metrics = {
         "policy_loss": loss.detach(),

@@ -53,7 +53,11 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
     if cfg.policy_extraction == "crr":
         return {"num_action_samples": cfg.num_action_samples}
     if cfg.policy_extraction == "ddpgbc":
-        return {"alpha": cfg.bc_alpha, "fixed_std": cfg.bc_fixed_std}
+        return {
+            "alpha": cfg.bc_alpha,
+            "fixed_std": cfg.bc_fixed_std,
+            "q_weight_beta": cfg.bc_q_weight_beta,
+        }
     if cfg.policy_extraction == "flow":
         return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
     return {
