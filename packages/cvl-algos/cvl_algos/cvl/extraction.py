@@ -27,7 +27,7 @@ import torch
 from einops import rearrange, reduce
 from torch import Tensor, nn
 
-from cvl_algos.cvl.losses import QFn
+from cvl_algos.cvl.losses import QFn, batch_zscore, weighted_log_likelihood
 from cvl_models.flow import euler_integrate
 from cvl_models.noise import standard_normal, uniform
 from cvl_models.policy import action_log_prob
@@ -37,6 +37,7 @@ __all__ = [
     "flow_matching_loss",
     "fql_policy_loss",
     "normalized_q_objective",
+    "q_weights",
 ]
 
 
@@ -54,9 +55,7 @@ def q_weights(q_data: Tensor, beta: float) -> Tensor:
     """Weights ``B * softmax_b(beta * z_b)`` (mean 1) of the batch's data pairs, ``z`` their
     batch-standardised ``Q(s_b, a_b)``, detached: reward-weighted regression's weights
     (Peters and Schaal 2007) with the critic's Q for the return. ``beta = 0`` gives 1 each."""
-    q = q_data.detach()
-    z = (q - q.mean()) / q.std(correction=0).clamp_min(1e-6)
-    return q.shape[0] * torch.softmax(beta * z, dim=0)
+    return q_data.shape[0] * torch.softmax(beta * batch_zscore(q_data.detach()), dim=0)
 
 
 def ddpg_bc_policy_loss(
@@ -78,7 +77,10 @@ def ddpg_bc_policy_loss(
     action under a Gaussian of that fixed std around the mode action, up to its constant:
     ``-log N(a; tanh(mean), sigma^2 I) = ||a - tanh(mean)||^2 / (2 sigma^2) + const`` (OGBench's
     actor with ``const_std=True``: sigma = 1, a pull that does not stiffen); the learned std then
-    gets no gradient. Only the policy gets gradients.
+    gets no gradient. With ``q_weight_beta`` > 0 the behaviour term is weighted per data pair by
+    `q_weights` of the detached Q(s_b, a_b), ``-sum_b w_b log pi(a_b|s_b) / sum_b w_b``
+    (reward-weighted regression with the critic's Q; one more critic pass). Only the policy
+    gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -98,7 +100,7 @@ def ddpg_bc_policy_loss(
     if q_weight_beta:
         with torch.no_grad():
             weights = q_weights(q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0], q_weight_beta)
-        bc = -(weights * log_prob_data).mean()
+        bc = weighted_log_likelihood(log_prob_data, weights)
     else:
         bc = -log_prob_data.mean()
     loss = q_term + alpha * bc

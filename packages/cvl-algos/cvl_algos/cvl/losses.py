@@ -173,6 +173,12 @@ def policy_loss(
     return loss, metrics
 
 
+def batch_zscore(x: Tensor, eps: float = 1e-6) -> Tensor:
+    """``(x - mean x) / max(std x, eps)`` over the batch (population std)."""
+    centred = x - x.mean()
+    return centred / centred.std(correction=0).clamp_min(eps)
+
+
 def standardized_advantage(q_data: Tensor, q_pi: Tensor, eps: float = 1e-6) -> Tensor:
     """Relative advantage ``(Q(s, a) - V(s)) / |V(s)|``, ``V(s) = mean_n Q(s, a_n)``
     (``a_n ~ pi``), z-scored over the batch: (B,) from ``q_data`` (B,) and ``q_pi`` (N, B).
@@ -185,9 +191,7 @@ def standardized_advantage(q_data: Tensor, q_pi: Tensor, eps: float = 1e-6) -> T
     assert q_pi.ndim == 2 and q_pi.shape[1:] == q_data.shape, (q_pi.shape, q_data.shape)
     value = reduce(q_pi, "n b -> b", "mean")
     scale = value.abs().clamp_min(eps * value.abs().mean().clamp_min(eps))
-    relative = (q_data - value) / scale
-    centred = relative - relative.mean()
-    return centred / centred.std(correction=0).clamp_min(eps)
+    return batch_zscore((q_data - value) / scale, eps)
 
 
 def _data_and_policy_q(
@@ -208,7 +212,7 @@ def _data_and_policy_q(
     return q_data, q_pi, action_log_prob(mean, log_std, action_t)
 
 
-def _weighted_log_likelihood(log_prob_data: Tensor, weight: Tensor) -> Tensor:
+def weighted_log_likelihood(log_prob_data: Tensor, weight: Tensor) -> Tensor:
     """``-sum_i w_i log pi(a_i|s_i) / max(sum_i w_i, 1e-6)``."""
     assert log_prob_data.shape == weight.shape, (log_prob_data.shape, weight.shape)
     return -(weight * log_prob_data).sum() / weight.sum().clamp_min(1e-6)
@@ -235,7 +239,7 @@ def awr_policy_loss(
     with torch.no_grad():
         z = standardized_advantage(q_data, q_pi)
         weight = torch.exp(beta * z).clamp(max=max_weight)
-    loss = _weighted_log_likelihood(log_prob_data, weight)
+    loss = weighted_log_likelihood(log_prob_data, weight)
     metrics = {
         "policy_loss": loss.detach(),
         "policy_log_prob_data": log_prob_data.detach().mean(),
@@ -269,7 +273,7 @@ def crr_binary_policy_loss(
     with torch.no_grad():
         advantage = q_data - reduce(q_pi, "n b -> b", "mean")
         weight = (advantage > 0).to(q_data.dtype)
-    loss = _weighted_log_likelihood(log_prob_data, weight)
+    loss = weighted_log_likelihood(log_prob_data, weight)
     metrics = {
         "policy_loss": loss.detach(),
         "policy_log_prob_data": log_prob_data.detach().mean(),
