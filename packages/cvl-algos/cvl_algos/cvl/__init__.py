@@ -7,6 +7,8 @@ from cvl_algos.cvl.losses import (
     infonce_partition_loss,
     normalize_q_per_batch,
     policy_loss,
+    td_contrastive_critic_loss,
+    td_infonce_partition_loss,
 )
 from cvl_algos.cvl.q import (
     detached_phi,
@@ -35,6 +37,8 @@ __all__ = [
     "q_direct_from_latents",
     "q_rff",
     "rff_q_fn",
+    "td_contrastive_critic_loss",
+    "td_infonce_partition_loss",
     "xi_ema",
     "xi_estimate",
 ]

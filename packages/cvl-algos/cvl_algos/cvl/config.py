@@ -14,6 +14,8 @@ from cvl_models import Torso
 
 EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 """The values of `CVLConfig.policy_extraction`."""
+CRITIC_OBJECTIVES = ("infonce", "binary", "td_infonce")
+"""The values of `CVLConfig.critic_objective`."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
 """The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
 
@@ -56,10 +58,15 @@ class CVLConfig:
     """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
     lambda_partition: float = 1e-3
     """Coefficient of the partition regulariser mean_i (lse_j f_ij)^2 (eq. 10, table 2)."""
-    critic_objective: Literal["infonce", "binary"] = "infonce"
+    critic_objective: Literal["infonce", "binary", "td_infonce"] = "infonce"
     """"infonce": eq. 9-10 (the paper); "binary": binary NCE over every (anchor, future) pair,
     which fixes the critic where InfoNCE leaves a constant per anchor free (the paper authors'
-    code default; `binary_nce_partition_loss`)."""
+    code default; `binary_nce_partition_loss`); "td_infonce": TD InfoNCE (Zheng et al. 2024,
+    `td_infonce_partition_loss`), which bootstraps from the policy's mode action at the next
+    state, so the critic, and Q from it, is the policy's rather than the data's behaviour
+    policy's (multi-step improvement instead of one step; not in the paper). Q then weighs the
+    batch's next states by their arrival rewards ``r_t``; a polyak copy ``phi_target`` of phi
+    joins ``psi_target``."""
     psi_target_tau: float = 0.005
     """Polyak rate of psi_target <- (1 - tau) psi_target + tau psi (not in the paper)."""
 
@@ -170,9 +177,15 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        if self.critic_objective not in ("infonce", "binary"):
+        if self.critic_objective not in CRITIC_OBJECTIVES:
             raise ValueError(
-                f"critic_objective must be 'infonce' or 'binary', got {self.critic_objective!r}"
+                f"critic_objective must be one of {CRITIC_OBJECTIVES}, got "
+                f"{self.critic_objective!r}"
+            )
+        if self.critic_objective == "td_infonce" and self.policy_extraction == "flow_select":
+            raise ValueError(
+                "critic_objective='td_infonce' bootstraps from the policy's action; "
+                "policy_extraction='flow_select' trains no policy to evaluate (use 'flow')"
             )
         if self.rff_kind not in ("trig", "positive"):
             raise ValueError(f"rff_kind must be 'trig' or 'positive', got {self.rff_kind!r}")

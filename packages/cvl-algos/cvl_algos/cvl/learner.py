@@ -29,6 +29,7 @@ from cvl_algos.cvl.losses import (
     contrastive_critic_loss,
     crr_binary_policy_loss,
     policy_loss,
+    td_contrastive_critic_loss,
 )
 
 EXTRACTION_LOSSES = {
@@ -143,6 +144,9 @@ class CVLLearner(PretrainingLearner):
                 torso=cfg.torso,
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
+            self.phi_target: nn.Module | None = None
+            if cfg.critic_objective == "td_infonce":
+                self.phi_target = copy.deepcopy(self.critic.phi_net).requires_grad_(False)
             self.policy = self._make_policy()
         self.rff = make_random_features(
             cfg.rff_kind,
@@ -160,6 +164,7 @@ class CVLLearner(PretrainingLearner):
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
+        self._td_critic_loss = self.maybe_compile(td_contrastive_critic_loss)
         self._extraction_loss = self.maybe_compile(EXTRACTION_LOSSES[cfg.policy_extraction])
 
     def _make_policy(self) -> nn.Module:
@@ -181,6 +186,8 @@ class CVLLearner(PretrainingLearner):
             "rff": self.rff,
             "xi_state": self.xi_state,
         }
+        if self.phi_target is not None:
+            modules["phi_target"] = self.phi_target
         if self.future_bank is not None:
             modules["future_bank"] = self.future_bank
         return modules
@@ -202,34 +209,56 @@ class CVLLearner(PretrainingLearner):
         return (*self.critic_stages(), ComputeStage(self._after_critic), policy)
 
     def check_update_batch(self, batch: Any) -> None:
-        if batch.reward_future is None:
+        if batch.reward_future is None or batch.reward_t is None:
             raise ValueError(
                 "CVLLearner.update needs reward-labelled batches; use pretrain_update for "
                 "reward-free data"
             )
 
     def critic_stages(self) -> tuple[Stage, ...]:
-        """Critic gradient step (eq. 10) followed by the psi_target polyak update."""
+        """Critic gradient step (eq. 10, or TD InfoNCE) followed by the polyak updates of
+        psi_target (and of phi_target, TD InfoNCE's)."""
         cfg: CVLConfig = self.config
-        return (
+        stages: tuple[Stage, ...] = (
             GradientStage("critic", "critic", self._critic_loss_of, "critic_grad_norm", "critic"),
             PolyakStage("psi_target", "critic.psi_net", cfg.psi_target_tau),
         )
+        if self.phi_target is not None:
+            stages += (PolyakStage("phi_target", "critic.phi_net", cfg.psi_target_tau),)
+        return stages
 
     def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
         cfg: CVLConfig = self.config
+        if cfg.critic_objective == "td_infonce":
+            return self._td_critic_loss(
+                self.critic,
+                self.phi_target,
+                self.psi_target,
+                self.policy,
+                batch,
+                cfg.discount,
+                cfg.lambda_partition,
+            )
         return self._critic_loss(self.critic, batch, cfg.lambda_partition, cfg.critic_objective)
 
+    def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
+        """The states whose arrival rewards Q weighs, and those rewards: the batch's future
+        states (eq. 11), or its next states for TD InfoNCE, whose critic scores those."""
+        if self.config.critic_objective == "td_infonce":
+            return batch.obs_next, batch.reward_t
+        return batch.obs_future, batch.reward_future
+
     def _after_critic(self, batch: Any, carry) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
-        """``psi_target`` latents of the batch's future states (for Q), the xi EMA of eq. 12
-        (RFF estimator) and the future bank (acting); no gradients."""
-        psi_future = self.psi_target(batch.obs_future)
+        """``psi_target`` latents of the batch's candidate states (`_candidates`, for Q), the
+        xi EMA of eq. 12 (RFF estimator) and the future bank (acting); no gradients."""
+        obs_future, reward_future = self._candidates(batch)
+        psi_future = self.psi_target(obs_future)
         metrics = {}
         if self.config.q_estimator == "rff":
-            metrics = self._xi_step(psi_future, batch.reward_future)
+            metrics = self._xi_step(psi_future, reward_future)
         if self.future_bank is not None:
-            self.future_bank.store(psi_future, batch.reward_future)
-        return {"psi_future": psi_future}, metrics
+            self.future_bank.store(psi_future, reward_future)
+        return {"psi_future": psi_future, "reward_future": reward_future}, metrics
 
     @torch.no_grad()
     def _xi_step(self, psi_future: Tensor, reward_future: Tensor) -> dict[str, Tensor]:
@@ -262,7 +291,7 @@ class CVLLearner(PretrainingLearner):
         cfg: CVLConfig = self.config
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
-        q_fn = self._q_fn(carry["psi_future"], batch.reward_future)
+        q_fn = self._q_fn(carry["psi_future"], carry["reward_future"])
         if cfg.policy_extraction == "flow":
             return self._extraction_loss(
                 self.policy, q_fn, batch.obs_t, batch.action_t, **_extraction_kwargs(cfg)
@@ -305,6 +334,11 @@ class CVLLearner(PretrainingLearner):
     def _pretrain_step(self, batch: Any) -> dict[str, Tensor]:
         """Critic-only step (no xi, no policy) for reward-free pretraining (paper sec. 5.2);
         rewards in ``batch`` are ignored if present (`PretrainingLearner.pretrain_update`)."""
+        if self.config.critic_objective == "td_infonce":
+            raise ValueError(
+                "critic_objective='td_infonce' cannot pretrain reward-free: its bootstrap "
+                "needs the policy, which only finetuning trains"
+            )
         return self.run_stages(self.critic_stages(), batch)
 
     @torch.no_grad()

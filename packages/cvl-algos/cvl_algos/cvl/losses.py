@@ -84,7 +84,61 @@ def binary_nce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[
 
 
 CRITIC_OBJECTIVES = {"infonce": infonce_partition_loss, "binary": binary_nce_partition_loss}
-"""The contrastive objectives of `CVLConfig.critic_objective`."""
+"""The Monte-Carlo contrastive objectives of `CVLConfig.critic_objective` ("td_infonce" is
+`td_infonce_partition_loss`, which also takes the target's logits)."""
+
+
+def td_infonce_partition_loss(
+    logits: Tensor,
+    target_logits: Tensor,
+    done: Tensor,
+    discount: float,
+    lambda_partition: float,
+) -> tuple[Tensor, dict]:
+    """TD InfoNCE (Zheng, Salakhutdinov, Eysenbach 2024, "Contrastive Difference Predictive
+    Coding"; public code chongyi-zheng/td_infonce) over a (B, B) logit matrix, with the
+    partition regulariser of eq. 10.
+
+    ``logits[i, j] = f(s_i, a_i, s'_j)`` over the batch's next states ``s'_j``;
+    ``target_logits[i, j] = f_target(s'_i, pi(s'_i), s'_j)`` (no gradient flows into it). The
+    discounted occupancy of the policy pi obeys ``p(g | s, a) = (1 - g) p(s' = g | s, a) + g
+    E_{s'} p(g | s', pi(s'))``; over the batch's candidates this is the label distribution
+    ``y_i = (1 - g) e_i + g softmax_j(target_logits[i])`` and the loss is the cross-entropy
+    ``mean_i [-sum_j y_ij log softmax_j f_ij] + lambda_partition * mean_i (lse_j f_ij)^2``
+    (the paper's two terms, (1 - g) CE(I) + g CE(w), are this one cross-entropy). A terminated
+    step (``done``) has no continuation: its bootstrap mass stays on its own next state, as the
+    Monte-Carlo critic's truncated geometric keeps the episode's last state. Unlike eq. 9, the
+    critic learns the occupancy of pi, not of the data's behaviour policy (not in the paper).
+    """
+    assert logits.ndim == 2 and logits.shape[0] == logits.shape[1], logits.shape
+    assert target_logits.shape == logits.shape, (target_logits.shape, logits.shape)
+    assert done.shape == logits.shape[:1], (done.shape, logits.shape)
+    batch = logits.shape[0]
+    eye = torch.eye(batch, dtype=logits.dtype, device=logits.device)
+    absorbing = done.to(logits.dtype)[:, None]
+    bootstrap = torch.softmax(target_logits.detach().to(logits.dtype), dim=1)
+    bootstrap = absorbing * eye + (1.0 - absorbing) * bootstrap
+    labels = (1.0 - discount) * eye + discount * bootstrap
+    cross_entropy = -reduce(labels * torch.log_softmax(logits, dim=1), "b m -> b", "sum")
+    nce = reduce(cross_entropy, "b -> ", "mean")
+    lse = torch.logsumexp(logits, dim=1)
+    partition = reduce(lse**2, "b -> ", "mean")
+    loss = nce + lambda_partition * partition
+    with torch.no_grad():
+        positives = torch.diagonal(logits)
+        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
+        metrics = {
+            "critic_loss": loss.detach(),
+            "critic_nce": nce.detach(),
+            "critic_partition": partition.detach(),
+            "critic_accuracy": accuracy.mean(),
+            "logits_mean": logits.mean(),
+            "logits_std": logits.std(correction=0),
+            "logits_pos": positives.mean(),
+            "logits_neg": logits[~eye.bool()].mean(),
+            "td_label_next": torch.diagonal(labels).mean(),
+        }
+    return loss, metrics
 
 
 def contrastive_critic_loss(
@@ -105,6 +159,34 @@ def contrastive_critic_loss(
     assert obs_t.shape[1:] == obs_future.shape[1:], (obs_t.shape, obs_future.shape)
     logits = critic.logits(obs_t, action_t, obs_future)
     return CRITIC_OBJECTIVES[objective](logits, lambda_partition)
+
+
+def td_contrastive_critic_loss(
+    critic: nn.Module,
+    phi_target: nn.Module,
+    psi_target: nn.Module,
+    policy: nn.Module,
+    batch: Any,
+    discount: float,
+    lambda_partition: float,
+) -> tuple[Tensor, dict]:
+    """TD InfoNCE critic loss (`td_infonce_partition_loss`) on a ``ContrastiveBatch``.
+
+    Anchors ``(batch.obs_t, batch.action_t)``, candidates the batch's next states
+    ``batch.obs_next``; the bootstrap target scores the same candidates from each next state
+    and the policy's mode action there, ``phi_target(s'_i, pi(s'_i)) . psi_target(s'_j) /
+    temperature``, computed without a graph (``phi_target`` and ``psi_target`` are the
+    learner's polyak copies of the critic's encoders, ``policy.deterministic`` its mode).
+    """
+    obs_t, action_t, obs_next = batch.obs_t, batch.action_t, batch.obs_next
+    assert obs_t.shape == obs_next.shape, (obs_t.shape, obs_next.shape)
+    assert action_t.shape[0] == obs_t.shape[0], (action_t.shape, obs_t.shape)
+    logits = critic.logits(obs_t, action_t, obs_next)
+    with torch.no_grad():
+        action_next = policy.deterministic(obs_next)
+        phi_next = phi_target(obs_next, action_next)
+        target_logits = (phi_next @ psi_target(obs_next).T) / critic.temperature
+    return td_infonce_partition_loss(logits, target_logits, batch.done, discount, lambda_partition)
 
 
 def normalize_q_per_batch(q: Tensor, eps: float = 1e-6) -> Tensor:
