@@ -15,6 +15,7 @@ from conftest import (  # pants: no-infer-dep
     OBS_DIM,
     assert_batch_equal,
     assert_learners_equal,
+    assert_modules_equal,
     clone_batch,
     make_contrastive_batch,
 )
@@ -38,6 +39,7 @@ VARIANTS = [
     ("cvl", {**TD, "policy_extraction": "ddpgbc", "rff_kind": "positive", "temperature": 0.5}),
     ("cvl_mc", {**TD, "policy_extraction": "flow", "flow_steps": 3}),
     ("cvl", {**TD}),
+    ("cvl_mc", {**TD, "policy_extraction": "ddpgbc", "td_warmup_steps": 3}),
 ]
 
 
@@ -209,6 +211,25 @@ def test_q_weighs_the_next_states_by_their_arrival_rewards() -> None:
     torch.testing.assert_close(q_fn(batch.obs_t, batch.action_t[None])[0], q)
 
 
+def test_warm_up_is_the_monte_carlo_learner_until_it_ends() -> None:
+    """With ``td_warmup_steps`` W the first W updates are eq. 9-10's critic and Q over the
+    future states: every shared module equals the InfoNCE learner's; update W + 1 bootstraps."""
+    warmup = 4
+    batches = [make_contrastive_batch(20 + i) for i in range(warmup + 1)]
+    common = {"seed": 5, "policy_extraction": "ddpgbc", "self_normalized": True, **TINY}
+    td = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **common, **TD, td_warmup_steps=warmup)
+    mc = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **common)
+    for batch in batches[:warmup]:
+        td_metrics, _ = td.update(batch), mc.update(batch)
+        assert "td_label_next" not in td_metrics
+    for name, module in mc.state_modules().items():
+        assert_modules_equal(module, td.state_modules()[name])
+    assert "td_label_next" in td.update(batches[-1])
+    mc.update(batches[-1])
+    pairs = zip(td.critic.parameters(), mc.critic.parameters(), strict=True)
+    assert any(not torch.equal(a, b) for a, b in pairs)
+
+
 @pytest.mark.parametrize(("name", "overrides"), VARIANTS)
 def test_save_load_act_and_resume_identical(name: str, overrides: dict, tmp_path) -> None:
     batches = [make_contrastive_batch(i) for i in range(6)]
@@ -234,7 +255,7 @@ def test_save_load_act_and_resume_identical(name: str, overrides: dict, tmp_path
     assert_learners_equal(straight, resumed)
 
 
-@pytest.mark.parametrize(("name", "overrides"), VARIANTS[:3])
+@pytest.mark.parametrize(("name", "overrides"), VARIANTS[:3] + VARIANTS[4:])
 def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> None:
     seeds, updates = (0, 1), 30
     streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
@@ -264,6 +285,10 @@ def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> N
 def test_refusals() -> None:
     with pytest.raises(ValueError, match="critic_objective must be one of"):
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, critic_objective="td")
+    with pytest.raises(ValueError, match="td_warmup_steps must be >= 0"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, td_warmup_steps=10)
+    with pytest.raises(ValueError, match="td_warmup_steps must be >= 0"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, td_warmup_steps=-1, **TD)
     with pytest.raises(ValueError, match="flow_select' trains no policy"):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="flow_select", **TD)
     learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **TINY, **TD)

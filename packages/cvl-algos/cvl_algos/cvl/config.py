@@ -67,6 +67,10 @@ class CVLConfig:
     policy's (multi-step improvement instead of one step; not in the paper). Q then weighs the
     batch's next states by their arrival rewards ``r_t``; a polyak copy ``phi_target`` of phi
     joins ``psi_target``."""
+    td_warmup_steps: int = 0
+    """"td_infonce": the first this many updates train the critic with eq. 9-10's InfoNCE on
+    the batch's future states (and Q weighs those), so the bootstrap starts from the data's
+    occupancy rather than from an untrained critic (not in the paper)."""
     psi_target_tau: float = 0.005
     """Polyak rate of psi_target <- (1 - tau) psi_target + tau psi (not in the paper)."""
 
@@ -181,6 +185,13 @@ class CVLConfig:
             raise ValueError(
                 f"critic_objective must be one of {CRITIC_OBJECTIVES}, got "
                 f"{self.critic_objective!r}"
+            )
+        if self.td_warmup_steps < 0 or (
+            self.td_warmup_steps and self.critic_objective != "td_infonce"
+        ):
+            raise ValueError(
+                f"td_warmup_steps must be >= 0 with critic_objective='td_infonce' (0 "
+                f"elsewhere), got {self.td_warmup_steps} with {self.critic_objective!r}"
             )
         if self.critic_objective == "td_infonce" and self.policy_extraction == "flow_select":
             raise ValueError(

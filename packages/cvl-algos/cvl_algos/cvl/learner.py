@@ -219,16 +219,24 @@ class CVLLearner(PretrainingLearner):
         """Critic gradient step (eq. 10, or TD InfoNCE) followed by the polyak updates of
         psi_target (and of phi_target, TD InfoNCE's)."""
         cfg: CVLConfig = self.config
+        key = "critic_td" if self._bootstraps() else "critic"
         stages: tuple[Stage, ...] = (
-            GradientStage("critic", "critic", self._critic_loss_of, "critic_grad_norm", "critic"),
+            GradientStage("critic", "critic", self._critic_loss_of, "critic_grad_norm", key),
             PolyakStage("psi_target", "critic.psi_net", cfg.psi_target_tau),
         )
         if self.phi_target is not None:
             stages += (PolyakStage("phi_target", "critic.phi_net", cfg.psi_target_tau),)
         return stages
 
+    def _bootstraps(self) -> bool:
+        """True when this update's critic step is TD InfoNCE's (after ``td_warmup_steps``)."""
+        cfg: CVLConfig = self.config
+        return cfg.critic_objective == "td_infonce" and self.step >= cfg.td_warmup_steps
+
     def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
         cfg: CVLConfig = self.config
+        if cfg.critic_objective == "td_infonce" and not self._bootstraps():
+            return self._critic_loss(self.critic, batch, cfg.lambda_partition, "infonce")
         if cfg.critic_objective == "td_infonce":
             return self._td_critic_loss(
                 self.critic,
@@ -243,8 +251,9 @@ class CVLLearner(PretrainingLearner):
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
         """The states whose arrival rewards Q weighs, and those rewards: the batch's future
-        states (eq. 11), or its next states for TD InfoNCE, whose critic scores those."""
-        if self.config.critic_objective == "td_infonce":
+        states (eq. 11), or its next states for TD InfoNCE (after its warm-up), whose critic
+        scores those."""
+        if self._bootstraps():
             return batch.obs_next, batch.reward_t
         return batch.obs_future, batch.reward_future
 
