@@ -8,12 +8,14 @@ already ships it with every test), so each imported name carries ``# pants: no-i
 """
 
 import dataclasses
+from collections.abc import Callable
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import settings
 
-from cvl_algos import make_learner
+from cvl_algos import load_learner, make_learner
 from cvl_data import ContrastiveBatch, TransitionBatch
 from cvl_models import TanhGaussianPolicy, TwinQ
 
@@ -150,3 +152,59 @@ def device(request) -> str:
 @pytest.fixture
 def batch():
     return make_transition_batch()
+
+
+def check_save_load_act_resume(build: Callable, tmp_path, updates: int = 6):
+    """A contrastive learner from ``build()`` saved halfway through ``updates`` updates: loads
+    equal, acts identically (deterministic and sampled), acts deterministically, and resumes
+    bit-equal to the learner trained straight through (returned)."""
+    batches = [make_contrastive_batch(i) for i in range(updates)]
+    straight = build()
+    metrics = [straight.update(b) for b in batches]
+    assert all(np.isfinite(float(v)) for m in metrics for v in m.values())
+    first = build()
+    for batch in batches[: updates // 2]:
+        first.update(batch)
+    first.save(tmp_path / "ckpt")
+    torch.manual_seed(123)
+    loaded = load_learner(tmp_path / "ckpt")  # acting draws from the learner's RNG: a copy acts
+    assert_learners_equal(first, loaded)
+    assert type(loaded.policy) is type(first.policy)
+    obs = np.random.default_rng(0).normal(size=(5, OBS_DIM)).astype(np.float32)
+    np.testing.assert_array_equal(first.act(obs), loaded.act(obs))
+    np.testing.assert_array_equal(
+        first.act(obs, deterministic=False), loaded.act(obs, deterministic=False)
+    )
+    np.testing.assert_array_equal(loaded.act(obs), loaded.act(obs))  # deterministic acting
+    resumed = load_learner(tmp_path / "ckpt")
+    for batch in batches[updates // 2 :]:
+        resumed.update(batch)
+    assert_learners_equal(straight, resumed)
+    assert np.abs(resumed.act(obs)).max() <= 1.0
+    assert resumed.act(obs).shape == (5, ACTION_DIM)
+    return straight
+
+
+def check_vectorised_equals_alone(build: Callable, updates: int = 40, seeds=(0, 1)) -> None:
+    """``build(seed)``'s learners updated together by a `VectorisedLearner` end equal (within
+    float rounding) to each seed trained alone on its own contrastive batches."""
+    from cvl_algos.vectorised import VectorisedLearner
+
+    streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
+    alone = []
+    for seed, stream in zip(seeds, streams, strict=True):
+        learner = build(seed)
+        for batch in stream:
+            learner.update(batch)
+        alone.append(learner)
+    vector = VectorisedLearner([build(s) for s in seeds])
+    for i in range(updates):
+        vector.update([stream[i] for stream in streams])
+    for k, learner in enumerate(vector.sync()):
+        for key, module in alone[k].state_modules().items():
+            for (pname, a), b in zip(
+                module.state_dict().items(),
+                learner.state_modules()[key].state_dict().values(),
+                strict=True,
+            ):
+                torch.testing.assert_close(a.float(), b.float(), rtol=1e-4, atol=1e-5), pname

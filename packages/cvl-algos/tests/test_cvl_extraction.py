@@ -11,7 +11,8 @@ from conftest import (  # pants: no-infer-dep
     ACTION_DIM,
     OBS_DIM,
     assert_batch_equal,
-    assert_learners_equal,
+    check_save_load_act_resume,
+    check_vectorised_equals_alone,
     clone_batch,
     make_contrastive_batch,
 )
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cvl_losses import make_batch, make_nets, q_fns  # pants: no-infer-dep
 
-from cvl_algos import load_learner, make_learner
+from cvl_algos import make_learner
 from cvl_algos.cvl.acting import select_flow_action_by_q
 from cvl_algos.cvl.extraction import (
     ddpg_bc_policy_loss,
@@ -27,7 +28,6 @@ from cvl_algos.cvl.extraction import (
     fql_policy_loss,
     q_weights,
 )
-from cvl_algos.vectorised import VectorisedLearner
 from cvl_data import ContrastiveBatch
 from cvl_models.flow import FlowPolicy, euler_integrate
 
@@ -288,60 +288,18 @@ def test_behaviour_flow_holds_both_modes_and_selection_picks_by_q() -> None:
 
 @pytest.mark.parametrize(("name", "overrides"), VARIANTS)
 def test_save_load_act_and_resume_identical(name: str, overrides: dict, tmp_path) -> None:
-    batches = [make_contrastive_batch(i) for i in range(6)]
-
     def build():
         return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **overrides)
 
-    straight = build()
-    metrics = [straight.update(b) for b in batches]
-    assert all(np.isfinite(float(v)) for m in metrics for v in m.values())
-    first = build()
-    for batch in batches[:3]:
-        first.update(batch)
-    first.save(tmp_path / "ckpt")
-    torch.manual_seed(123)
-    loaded = load_learner(tmp_path / "ckpt")  # acting draws from the learner's RNG: a copy acts
-    assert type(loaded.policy) is type(first.policy)
-    obs = np.random.default_rng(0).normal(size=(5, OBS_DIM)).astype(np.float32)
-    np.testing.assert_array_equal(first.act(obs), loaded.act(obs))
-    np.testing.assert_array_equal(
-        first.act(obs, deterministic=False), loaded.act(obs, deterministic=False)
-    )
-    np.testing.assert_array_equal(loaded.act(obs), loaded.act(obs))  # deterministic acting
-    resumed = load_learner(tmp_path / "ckpt")
-    for batch in batches[3:]:
-        resumed.update(batch)
-    assert_learners_equal(straight, resumed)
-    assert np.abs(resumed.act(obs)).max() <= 1.0
-    assert resumed.act(obs).shape == (5, ACTION_DIM)
+    check_save_load_act_resume(build, tmp_path)
 
 
 @pytest.mark.parametrize(("name", "overrides"), VARIANTS[::2] + VARIANTS[3:4])
 def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> None:
-    seeds, updates = (0, 1), 40
-    streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
-
     def build(seed):
         return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **overrides)
 
-    alone = []
-    for seed, stream in zip(seeds, streams, strict=True):
-        learner = build(seed)
-        for batch in stream:
-            learner.update(batch)
-        alone.append(learner)
-    vector = VectorisedLearner([build(s) for s in seeds])
-    for i in range(updates):
-        vector.update([stream[i] for stream in streams])
-    for k, learner in enumerate(vector.sync()):
-        for key, module in alone[k].state_modules().items():
-            for (pname, a), b in zip(
-                module.state_dict().items(),
-                learner.state_modules()[key].state_dict().values(),
-                strict=True,
-            ):
-                torch.testing.assert_close(a.float(), b.float(), rtol=1e-4, atol=1e-5), pname
+    check_vectorised_equals_alone(build, updates=40)
 
 
 def test_config_refuses_what_does_not_fit() -> None:

@@ -14,22 +14,22 @@ from conftest import (  # pants: no-infer-dep
     ACTION_DIM,
     OBS_DIM,
     assert_batch_equal,
-    assert_learners_equal,
     assert_modules_equal,
+    check_save_load_act_resume,
+    check_vectorised_equals_alone,
     clone_batch,
     make_contrastive_batch,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_algos import load_learner, make_learner
+from cvl_algos import make_learner
 from cvl_algos.cvl import (
     infonce_partition_loss,
     q_direct_from_latents,
     td_contrastive_critic_loss,
     td_infonce_partition_loss,
 )
-from cvl_algos.vectorised import VectorisedLearner
 
 SETTINGS = settings(max_examples=15, deadline=None)
 TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
@@ -232,54 +232,19 @@ def test_warm_up_is_the_monte_carlo_learner_until_it_ends() -> None:
 
 @pytest.mark.parametrize(("name", "overrides"), VARIANTS)
 def test_save_load_act_and_resume_identical(name: str, overrides: dict, tmp_path) -> None:
-    batches = [make_contrastive_batch(i) for i in range(6)]
-
     def build():
         return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **overrides)
 
-    straight = build()
-    metrics = [straight.update(b) for b in batches]
-    assert all(np.isfinite(float(v)) for m in metrics for v in m.values())
-    assert "phi_target" in straight.state_modules()
-    first = build()
-    for batch in batches[:3]:
-        first.update(batch)
-    first.save(tmp_path / "ckpt")
-    loaded = load_learner(tmp_path / "ckpt")
-    assert_learners_equal(first, loaded)
-    obs = np.random.default_rng(0).normal(size=(5, OBS_DIM)).astype(np.float32)
-    np.testing.assert_array_equal(first.act(obs), loaded.act(obs))
-    resumed = load_learner(tmp_path / "ckpt")
-    for batch in batches[3:]:
-        resumed.update(batch)
-    assert_learners_equal(straight, resumed)
+    learner = check_save_load_act_resume(build, tmp_path)
+    assert "phi_target" in learner.state_modules()
 
 
 @pytest.mark.parametrize(("name", "overrides"), VARIANTS[:3] + VARIANTS[4:])
 def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> None:
-    seeds, updates = (0, 1), 30
-    streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
-
     def build(seed):
         return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **overrides)
 
-    alone = []
-    for seed, stream in zip(seeds, streams, strict=True):
-        learner = build(seed)
-        for batch in stream:
-            learner.update(batch)
-        alone.append(learner)
-    vector = VectorisedLearner([build(s) for s in seeds])
-    for i in range(updates):
-        vector.update([stream[i] for stream in streams])
-    for k, learner in enumerate(vector.sync()):
-        for key, module in alone[k].state_modules().items():
-            for (pname, a), b in zip(
-                module.state_dict().items(),
-                learner.state_modules()[key].state_dict().values(),
-                strict=True,
-            ):
-                torch.testing.assert_close(a.float(), b.float(), rtol=1e-4, atol=1e-5), pname
+    check_vectorised_equals_alone(build, updates=30)
 
 
 def test_refusals() -> None:

@@ -20,6 +20,27 @@ QFn = Callable[[Tensor, Tensor], Tensor]
 """(obs_t (B, *obs_shape), actions (N, B, A)) -> Q (N, B): Q of N action samples per state."""
 
 
+@torch.no_grad()
+def contrastive_metrics(
+    logits: Tensor, loss: Tensor, nce: Tensor, partition: Tensor
+) -> dict[str, Tensor]:
+    """The critic losses' metrics over a (B, B) logit matrix whose diagonal holds the positives:
+    the loss and its parts, top-1 accuracy, and the logits' mean, std, positives and negatives."""
+    batch = logits.shape[0]
+    eye = torch.eye(batch, dtype=torch.bool, device=logits.device)
+    accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
+    return {
+        "critic_loss": loss.detach(),
+        "critic_nce": nce.detach(),
+        "critic_partition": partition.detach(),
+        "critic_accuracy": accuracy.mean(),
+        "logits_mean": logits.mean(),
+        "logits_std": logits.std(correction=0),
+        "logits_pos": torch.diagonal(logits).mean(),
+        "logits_neg": logits[~eye].mean(),
+    }
+
+
 def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Tensor, dict]:
     """InfoNCE with the partition regulariser over a (B, B) logit matrix (eq. 9-10).
 
@@ -28,26 +49,11 @@ def infonce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Ten
     ``mean_i [-f_ii + lse_j f_ij] + lambda_partition * mean_i (lse_j f_ij)^2``.
     """
     assert logits.ndim == 2 and logits.shape[0] == logits.shape[1], logits.shape
-    batch = logits.shape[0]
     lse = torch.logsumexp(logits, dim=1)
-    positives = torch.diagonal(logits)
-    nce = reduce(lse - positives, "b -> ", "mean")
+    nce = reduce(lse - torch.diagonal(logits), "b -> ", "mean")
     partition = reduce(lse**2, "b -> ", "mean")
     loss = nce + lambda_partition * partition
-    with torch.no_grad():
-        eye = torch.eye(batch, dtype=torch.bool, device=logits.device)
-        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
-        metrics = {
-            "critic_loss": loss.detach(),
-            "critic_nce": nce.detach(),
-            "critic_partition": partition.detach(),
-            "critic_accuracy": accuracy.mean(),
-            "logits_mean": logits.mean(),
-            "logits_std": logits.std(correction=0),
-            "logits_pos": positives.mean(),
-            "logits_neg": logits[~eye].mean(),
-        }
-    return loss, metrics
+    return loss, contrastive_metrics(logits, loss, nce, partition)
 
 
 def binary_nce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[Tensor, dict]:
@@ -66,21 +72,7 @@ def binary_nce_partition_loss(logits: Tensor, lambda_partition: float) -> tuple[
     lse = torch.logsumexp(logits, dim=1)
     partition = reduce(lse**2, "b -> ", "mean")
     loss = bce + lambda_partition * partition
-    with torch.no_grad():
-        positives = torch.diagonal(logits)
-        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
-        off = ~eye.bool()
-        metrics = {
-            "critic_loss": loss.detach(),
-            "critic_nce": bce.detach(),
-            "critic_partition": partition.detach(),
-            "critic_accuracy": accuracy.mean(),
-            "logits_mean": logits.mean(),
-            "logits_std": logits.std(correction=0),
-            "logits_pos": positives.mean(),
-            "logits_neg": logits[off].mean(),
-        }
-    return loss, metrics
+    return loss, contrastive_metrics(logits, loss, bce, partition)
 
 
 CRITIC_OBJECTIVES = {"infonce": infonce_partition_loss, "binary": binary_nce_partition_loss}
@@ -124,20 +116,8 @@ def td_infonce_partition_loss(
     lse = torch.logsumexp(logits, dim=1)
     partition = reduce(lse**2, "b -> ", "mean")
     loss = nce + lambda_partition * partition
-    with torch.no_grad():
-        positives = torch.diagonal(logits)
-        accuracy = (logits.argmax(dim=1) == torch.arange(batch, device=logits.device)).float()
-        metrics = {
-            "critic_loss": loss.detach(),
-            "critic_nce": nce.detach(),
-            "critic_partition": partition.detach(),
-            "critic_accuracy": accuracy.mean(),
-            "logits_mean": logits.mean(),
-            "logits_std": logits.std(correction=0),
-            "logits_pos": positives.mean(),
-            "logits_neg": logits[~eye.bool()].mean(),
-            "td_label_next": torch.diagonal(labels).mean(),
-        }
+    metrics = contrastive_metrics(logits, loss, nce, partition)
+    metrics["td_label_next"] = torch.diagonal(labels).detach().mean()
     return loss, metrics
 
 
