@@ -201,9 +201,15 @@ class LearnerBase:
 
     @property
     def sampler_mode(self) -> str:
-        """How `make_sampler` draws anchors: ``"uniform"`` over all steps (default) or
-        ``"episode"`` (one episode per batch; a contrastive learner's config may choose it)."""
+        """How `make_sampler` draws anchors: ``"uniform"`` over all steps (default),
+        ``"episode"`` (one episode per batch) or ``"shared_start"`` (blocks of anchors from
+        episodes with the same start); a contrastive learner's config may choose it."""
         return "uniform"
+
+    @property
+    def sampler_options(self) -> dict[str, Any]:
+        """Further `ContrastiveSampler` arguments of this learner's config (default: none)."""
+        return {}
 
     def make_sampler(self, source: Any, device: str | torch.device, seed: int) -> Any:
         """The `cvl_data` sampler of this learner's batches over ``source`` (any episode source),
@@ -219,6 +225,7 @@ class LearnerBase:
                 device=device,
                 mode=self.sampler_mode,
                 seed=seed,
+                **self.sampler_options,
             )
         return TransitionSampler(source, cfg.batch_size, device=device, seed=seed)
 

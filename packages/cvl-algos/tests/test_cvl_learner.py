@@ -240,3 +240,37 @@ def test_pixel_observations_flow_through() -> None:
     metrics = learner.update(batch)
     assert all(np.isfinite(v) for v in metrics.values())
     assert learner.act(pixels.numpy()).shape == (4, ACTION_DIM)
+
+
+def test_shared_start_sampler_from_the_config(tmp_path) -> None:
+    """``sampler_mode="shared_start"`` builds blocks of ``batch_size / start_groups`` anchors
+    whose episodes share their first observation; other values are refused."""
+    from cvl_data import DatasetSpec, DatasetWriter, open_dataset
+
+    spec = DatasetSpec(
+        "Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True
+    )
+    with DatasetWriter(tmp_path / "ds", spec, durable=False) as writer:
+        for e in range(6):  # episodes 0, 2, 4 start at 0; 1, 3, 5 at 1; later states by episode
+            obs = np.full((5, 5), 10.0 + e, np.float32)
+            obs[0] = e % 2
+            writer.add_episode(
+                obs,
+                np.zeros((4, 2), np.float32),
+                np.full(4, float(e), np.float32),  # the reward names the episode
+                terminated=np.zeros(4, bool),
+                truncated=np.array([False, False, False, True]),
+            )
+    dataset = open_dataset(tmp_path / "ds")
+    learner = make_learner(
+        "cvl_mc", (5,), 2, batch_size=12, sampler_mode="shared_start", start_groups=3, **TINY
+    )
+    sampler = learner.make_sampler(dataset, "cpu", seed=0)
+    assert sampler.mode == "shared_start" and sampler.start_groups == 3
+    for _ in range(10):
+        episodes = sampler.sample().reward_t.numpy().astype(int).reshape(3, 4)
+        assert all(len({e % 2 for e in block}) == 1 for block in episodes)
+    with pytest.raises(ValueError, match="start_groups must divide batch_size 12"):
+        make_learner("cvl_mc", (5,), 2, batch_size=12, sampler_mode="shared_start", start_groups=5)
+    with pytest.raises(ValueError, match="sampler_mode must be"):
+        make_learner("cvl_mc", (5,), 2, sampler_mode="grouped")

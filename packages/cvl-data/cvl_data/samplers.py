@@ -9,6 +9,7 @@ a seeded `torch.Generator` on that device: no Python loop per sample.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -19,7 +20,8 @@ from cvl_data.device_data import DeviceData
 from cvl_data.geometric import check_discount, sample_truncated_geometric
 from cvl_data.source import EpisodeSource
 
-Mode = Literal["uniform", "episode"]
+Mode = Literal["uniform", "episode", "shared_start"]
+MODES = ("uniform", "episode", "shared_start")
 
 
 def _check_batch_size(batch_size: int) -> int:
@@ -86,7 +88,16 @@ class ContrastiveSampler(_DeviceSampler):
             (the paper's "batch size H"); an episode longer than ``batch_size`` gives a
             uniformly placed window of ``batch_size`` consecutive steps, so a batch never
             exceeds ``batch_size`` and always comes from exactly one episode.
+            ``"shared_start"``: ``start_groups`` blocks of ``batch_size / start_groups``
+            anchors; a block's first anchor is uniform over all transitions, the rest uniform
+            over the transitions of the episodes that start from the same state as its episode
+            (identical first observation, as scripted mixtures whose sources share reset seeds
+            have). Every anchor is still uniform over all transitions, so the critic's
+            negatives keep the uniform marginal, and each anchor's negatives include futures
+            of other behaviours from its own start (`start_groups`: how many starts a batch
+            draws; an episode whose start no other shares forms its own group).
         seed: seed of the sampler's generator.
+        start_groups: blocks per batch in ``"shared_start"`` mode (must divide ``batch_size``).
     """
 
     def __init__(
@@ -97,12 +108,35 @@ class ContrastiveSampler(_DeviceSampler):
         device: str = "cpu",
         mode: Mode = "uniform",
         seed: int = 0,
+        start_groups: int = 8,
     ):
-        if mode not in ("uniform", "episode"):
-            raise ValueError(f"mode must be 'uniform' or 'episode', got {mode!r}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.discount = check_discount(discount)
         self.mode = mode
         super().__init__(dataset, batch_size, device, seed)
+        self.start_groups = start_groups
+        if mode == "shared_start":
+            if not 1 <= start_groups <= self.batch_size or self.batch_size % start_groups:
+                raise ValueError(
+                    f"start_groups must divide batch_size {self.batch_size}, got {start_groups!r}"
+                )
+            self._groups = StartGroups.of(self.data)
+
+    def _shared_start_steps(self) -> torch.Tensor:
+        """``start_groups`` blocks: a uniform step, then steps uniform within its start group."""
+        groups, per_block = self._groups, self.batch_size // self.start_groups
+        first = torch.randint(
+            0, self.num_steps, (self.start_groups, 1), generator=self.generator, device=self.device
+        )
+        group = groups.group_of_step[first]  # (G, 1)
+        u = torch.rand(
+            (self.start_groups, per_block - 1), generator=self.generator, device=self.device
+        )
+        size = groups.size[group]
+        within = torch.minimum((u * size).long(), size - 1)  # guards u * size rounding up to size
+        rest = groups.steps[groups.start[group] + within]
+        return torch.cat([first, rest], dim=1).reshape(-1)
 
     def _episode_steps(self) -> torch.Tensor:
         """Consecutive step indices of one uniformly drawn episode (or a window of it)."""
@@ -123,8 +157,11 @@ class ContrastiveSampler(_DeviceSampler):
 
     def sample(self) -> ContrastiveBatch:
         """One batch; see `ContrastiveBatch` for fields and shapes."""
-        step_t = self._uniform_steps() if self.mode == "uniform" else self._episode_steps()
-        return self.batch_at(step_t)
+        if self.mode == "uniform":
+            return self.batch_at(self._uniform_steps())
+        if self.mode == "episode":
+            return self.batch_at(self._episode_steps())
+        return self.batch_at(self._shared_start_steps())
 
     def batch_at(self, step_t: torch.Tensor) -> ContrastiveBatch:
         """The batch for given anchor steps ``(B,)`` (global step indices); offsets are drawn."""
@@ -148,6 +185,38 @@ class ContrastiveSampler(_DeviceSampler):
             reward_future=reward_future,
             offset=offset,
             task_id=_gather(data.task_ids, step_t),
+        )
+
+
+@dataclass(frozen=True)
+class StartGroups:
+    """The data's episodes grouped by their first observation (equal bytes), as step tables:
+    ``steps`` (N,) every step ordered by group, group ``g``'s at ``start[g] .. start[g] +
+    size[g] - 1``, and ``group_of_step`` (N,); all int64 on the data's device."""
+
+    steps: torch.Tensor
+    start: torch.Tensor
+    size: torch.Tensor
+    group_of_step: torch.Tensor
+
+    @classmethod
+    def of(cls, data: DeviceData) -> StartGroups:
+        offsets = data.episode_offsets
+        first_rows = torch.as_tensor(offsets[:-1] + np.arange(data.num_episodes))
+        first = data.observations[first_rows.to(data.observations.device)].cpu().numpy()
+        keys = np.ascontiguousarray(first.reshape(data.num_episodes, -1))
+        keys = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
+        _, episode_group = np.unique(keys, return_inverse=True)
+        step_group = np.repeat(episode_group.reshape(-1), np.diff(offsets))
+        order = np.argsort(step_group, kind="stable")
+        size = np.bincount(step_group, minlength=int(episode_group.max()) + 1)
+        start = np.concatenate([[0], np.cumsum(size)[:-1]])
+        device = data.observations.device
+        return cls(
+            steps=torch.as_tensor(order, dtype=torch.int64, device=device),
+            start=torch.as_tensor(start, dtype=torch.int64, device=device),
+            size=torch.as_tensor(size, dtype=torch.int64, device=device),
+            group_of_step=torch.as_tensor(step_group, dtype=torch.int64, device=device),
         )
 
 

@@ -237,3 +237,79 @@ def test_invalid_arguments(write_encoded):
         ContrastiveSampler(dataset, 4, discount=1.0)
     with pytest.raises(ValueError, match="batch_size"):
         TransitionSampler(dataset, 2.5)
+
+
+def write_shared_starts(tmp_path, encoded_episodes, make_spec, lengths, groups):
+    """Encoded episodes whose first observations are made equal within each group of
+    ``groups`` (a group id per episode); steps stay readable from ``reward_t = step + 0.5``."""
+    from cvl_data import DatasetWriter, open_dataset
+
+    spec = make_spec()
+    episodes = encoded_episodes(lengths, spec)
+    starts = {}
+    for episode, group in zip(episodes, groups, strict=True):
+        starts.setdefault(group, episode["observations"][0].copy())
+        episode["observations"][0] = starts[group]
+    with DatasetWriter(tmp_path / "ds", spec, durable=False) as writer:
+        for episode in episodes:
+            writer.add_episode(**episode)
+    return open_dataset(tmp_path / "ds")
+
+
+def steps_of(batch: ContrastiveBatch) -> np.ndarray:
+    return (batch.reward_t.cpu().numpy() - 0.5).round().astype(np.int64)
+
+
+def test_shared_start_blocks_share_their_start_and_match_the_reference(
+    tmp_path, encoded_episodes, make_spec
+):
+    lengths, groups = [5, 8, 3, 6, 7, 4], [0, 1, 0, 2, 0, 1]
+    dataset = write_shared_starts(tmp_path, encoded_episodes, make_spec, lengths, groups)
+    episode_of_step = np.repeat(np.arange(len(lengths)), lengths)
+    sampler = ContrastiveSampler(dataset, 12, mode="shared_start", start_groups=3, seed=1)
+    for _ in range(50):
+        batch = sampler.sample()
+        steps = steps_of(batch)
+        check_against_reference(dataset, batch, steps)
+        for block in steps.reshape(3, 4):
+            assert len({groups[e] for e in episode_of_step[block]}) == 1, block
+
+
+def test_shared_start_anchors_stay_uniform_over_transitions(tmp_path, encoded_episodes, make_spec):
+    """Each block's first anchor is uniform, so its start group is drawn by the group's share
+    of the steps, and inside the group every anchor is uniform: every anchor is uniform over
+    all transitions. (A block's anchors share a group, so the two levels are tested apart:
+    blocks are independent of each other, anchors within a block given its group.)"""
+    lengths, groups = [7, 1, 12, 30, 9], [0, 0, 1, 2, 1]
+    dataset = write_shared_starts(tmp_path, encoded_episodes, make_spec, lengths, groups)
+    group_of_step = np.repeat(groups, lengths)
+    share = np.bincount(group_of_step) / dataset.num_steps
+    sampler = ContrastiveSampler(dataset, 200, mode="shared_start", start_groups=20, seed=11)
+    blocks = np.concatenate([steps_of(sampler.sample()).reshape(20, 10) for _ in range(100)])
+    block_groups = np.bincount(group_of_step[blocks[:, 0]], minlength=3)
+    assert chisquare(block_groups, share * len(blocks)).pvalue > 1e-3
+    for group in range(3):
+        in_group = np.flatnonzero(group_of_step == group)
+        counts = np.bincount(
+            blocks[group_of_step[blocks[:, 0]] == group].ravel(), minlength=len(group_of_step)
+        )[in_group]
+        assert chisquare(counts).pvalue > 1e-3
+
+
+def test_shared_start_with_distinct_starts_draws_whole_blocks_of_one_episode(write_encoded):
+    dataset = write_encoded([6, 9, 4, 11])  # every first observation differs
+    episode_of_step = np.repeat(np.arange(4), [6, 9, 4, 11])
+    sampler = ContrastiveSampler(dataset, 8, mode="shared_start", start_groups=2, seed=0)
+    again = ContrastiveSampler(dataset, 8, mode="shared_start", start_groups=2, seed=0)
+    for _ in range(20):
+        batch = sampler.sample()
+        blocks = episode_of_step[steps_of(batch)].reshape(2, 4)
+        assert all(len(set(block)) == 1 for block in blocks)
+        assert torch.equal(batch.obs_future, again.sample().obs_future)
+
+
+def test_shared_start_refuses_groups_that_do_not_divide_the_batch(write_encoded):
+    dataset = write_encoded([3, 4])
+    for groups in (0, 3, 9):
+        with pytest.raises(ValueError, match="start_groups must divide batch_size 8"):
+            ContrastiveSampler(dataset, 8, mode="shared_start", start_groups=groups)

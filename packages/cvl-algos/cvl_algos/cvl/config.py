@@ -36,8 +36,13 @@ class CVLConfig:
     """Adam learning rate for the critic and the policy."""
     batch_size: int = 500
     """Anchors per batch: H = 500 (episode mode, the paper) or 512 in uniform mode."""
-    sampler_mode: Literal["episode", "uniform"] = "episode"
-    """How the runner should draw contrastive batches (see the class docstring)."""
+    sampler_mode: Literal["episode", "uniform", "shared_start"] = "episode"
+    """How the runner should draw contrastive batches (see the class docstring);
+    ``"shared_start"``: uniform anchors in ``start_groups`` blocks, each block from episodes
+    that start from the same state, so the negatives include other behaviours from the
+    anchor's own start (`cvl_data.ContrastiveSampler`; not in the paper)."""
+    start_groups: int = 8
+    """Blocks per batch of the ``"shared_start"`` sampler (must divide ``batch_size``)."""
     discount: float = 0.99
     """gamma: parameter of the truncated-geometric future offset and the 1/(1-gamma) Q scale."""
     max_grad_norm: float = 100.0
@@ -169,9 +174,16 @@ class CVLConfig:
             raise ValueError(f"discount must lie in [0, 1), got {self.discount}")
         if self.q_estimator not in ("rff", "mc"):
             raise ValueError(f"q_estimator must be 'rff' or 'mc', got {self.q_estimator!r}")
-        if self.sampler_mode not in ("episode", "uniform"):
+        if self.sampler_mode not in ("episode", "uniform", "shared_start"):
             raise ValueError(
-                f"sampler_mode must be 'episode' or 'uniform', got {self.sampler_mode!r}"
+                f"sampler_mode must be 'episode', 'uniform' or 'shared_start', got "
+                f"{self.sampler_mode!r}"
+            )
+        if self.sampler_mode == "shared_start" and (
+            not 1 <= self.start_groups <= self.batch_size or self.batch_size % self.start_groups
+        ):
+            raise ValueError(
+                f"start_groups must divide batch_size {self.batch_size}, got {self.start_groups}"
             )
         if not 0.0 <= self.beta_xi < 1.0:
             raise ValueError(f"beta_xi must lie in [0, 1), got {self.beta_xi}")

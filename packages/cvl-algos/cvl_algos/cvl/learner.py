@@ -197,8 +197,16 @@ class CVLLearner(PretrainingLearner):
 
     @property
     def sampler_mode(self) -> str:
-        """``config.sampler_mode``: one episode per batch (the paper's H = 500) or uniform."""
+        """``config.sampler_mode``: one episode per batch (the paper's H = 500), uniform, or
+        blocks from episodes with a shared start."""
         return self.config.sampler_mode
+
+    @property
+    def sampler_options(self) -> dict[str, Any]:
+        """``start_groups`` for the ``"shared_start"`` sampler."""
+        if self.config.sampler_mode == "shared_start":
+            return {"start_groups": self.config.start_groups}
+        return {}
 
     # -- pieces of an update ----------------------------------------------------------------------
 
