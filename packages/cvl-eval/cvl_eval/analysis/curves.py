@@ -89,8 +89,12 @@ def plot_learning_curves(
     colors = algorithm_colors(algorithms)
     ncols = max(1, min(ncols, len(tasks)))
     nrows = math.ceil(len(tasks) / ncols) * len(values)
+    # The legend wraps into rows of as many entries as the figure's width holds (~2 in each).
+    legend_cols = max(1, min(len(algorithms), int(3.4 * ncols / 2.0)))
+    legend_height = 0.25 * math.ceil(len(algorithms) / legend_cols) + 0.1
+    height = 2.7 * nrows + legend_height
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(3.4 * ncols, 2.7 * nrows + 0.5), squeeze=False, sharex=True
+        nrows, ncols, figsize=(3.4 * ncols, height), squeeze=False, sharex=True
     )
     for index, task in enumerate(tasks):
         row, col = divmod(index, ncols)
@@ -107,8 +111,8 @@ def plot_learning_curves(
     for ax in axes[-1]:
         ax.set_xlabel(xlabel)
     handles = [Line2D([0], [0], color=colors[a], lw=2.5, label=a) for a in algorithms]
-    fig.legend(handles=handles, loc="upper center", ncol=len(algorithms), frameon=False)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / (2.7 * nrows + 0.5)))
+    fig.legend(handles=handles, loc="upper center", ncol=legend_cols, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - legend_height / height))
     path = save_figure(fig, path, tight=False)
     numbers = [
         {"value": value, **row}
