@@ -89,8 +89,10 @@ def plot_learning_curves(
     colors = algorithm_colors(algorithms)
     ncols = max(1, min(ncols, len(tasks)))
     nrows = math.ceil(len(tasks) / ncols) * len(values)
-    # The legend wraps into rows of as many entries as the figure's width holds (~2 in each).
-    legend_cols = max(1, min(len(algorithms), int(3.4 * ncols / 2.0)))
+    # The legend wraps into rows of as many entries as the figure's width holds: an entry is
+    # about 0.6 in of line and padding plus 0.085 in per character of the longest name.
+    entry_width = 0.6 + 0.085 * max(len(str(a)) for a in algorithms)
+    legend_cols = max(1, min(len(algorithms), int(3.4 * ncols / entry_width)))
     legend_height = 0.25 * math.ceil(len(algorithms) / legend_cols) + 0.1
     height = 2.7 * nrows + legend_height
     fig, axes = plt.subplots(
