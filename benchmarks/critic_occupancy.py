@@ -25,6 +25,7 @@ import torch
 
 from cvl_algos import load_learner
 from cvl_data import open_dataset
+from cvl_data.source import step_episode_index
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,7 +47,7 @@ def parse_args() -> argparse.Namespace:
 def next_state_rows(dataset, rng: np.random.Generator, batch: int) -> tuple[np.ndarray, ...]:
     """Observation rows of s'_i, the transition index of the step taken there, and its episode."""
     offsets = dataset.episode_offsets
-    episode_of_step = np.searchsorted(offsets, np.arange(dataset.num_steps), side="right") - 1
+    episode_of_step = step_episode_index(offsets)
     has_next = np.ones(dataset.num_steps, dtype=bool)
     has_next[offsets[1:] - 1] = False  # an episode's last step: its next state takes no action
     step = rng.choice(np.flatnonzero(has_next), batch, replace=False) + 1

@@ -10,7 +10,7 @@ a seeded `torch.Generator` on that device: no Python loop per sample.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import torch
@@ -18,10 +18,11 @@ import torch
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.device_data import DeviceData
 from cvl_data.geometric import check_discount, sample_truncated_geometric
-from cvl_data.source import EpisodeSource
+from cvl_data.source import EpisodeSource, step_episode_index
 
 Mode = Literal["uniform", "episode", "shared_start"]
-MODES = ("uniform", "episode", "shared_start")
+MODES: tuple[str, ...] = get_args(Mode)
+"""The values of `ContrastiveSampler`'s ``mode``."""
 
 
 def _check_batch_size(batch_size: int) -> int:
@@ -207,7 +208,7 @@ class StartGroups:
         keys = np.ascontiguousarray(first.reshape(data.num_episodes, -1))
         keys = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
         _, episode_group = np.unique(keys, return_inverse=True)
-        step_group = np.repeat(episode_group.reshape(-1), np.diff(offsets))
+        step_group = episode_group.reshape(-1)[step_episode_index(offsets)]
         order = np.argsort(step_group, kind="stable")
         size = np.bincount(step_group, minlength=int(episode_group.max()) + 1)
         start = np.concatenate([[0], np.cumsum(size)[:-1]])

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cvl_data.samplers import MODES as SAMPLER_MODES
 from cvl_models import Torso
 
 EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
@@ -174,10 +175,9 @@ class CVLConfig:
             raise ValueError(f"discount must lie in [0, 1), got {self.discount}")
         if self.q_estimator not in ("rff", "mc"):
             raise ValueError(f"q_estimator must be 'rff' or 'mc', got {self.q_estimator!r}")
-        if self.sampler_mode not in ("episode", "uniform", "shared_start"):
+        if self.sampler_mode not in SAMPLER_MODES:
             raise ValueError(
-                f"sampler_mode must be 'episode', 'uniform' or 'shared_start', got "
-                f"{self.sampler_mode!r}"
+                f"sampler_mode must be one of {SAMPLER_MODES}, got {self.sampler_mode!r}"
             )
         if self.sampler_mode == "shared_start" and (
             not 1 <= self.start_groups <= self.batch_size or self.batch_size % self.start_groups

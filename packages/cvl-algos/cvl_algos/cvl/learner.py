@@ -243,9 +243,7 @@ class CVLLearner(PretrainingLearner):
 
     def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
         cfg: CVLConfig = self.config
-        if cfg.critic_objective == "td_infonce" and not self._bootstraps():
-            return self._critic_loss(self.critic, batch, cfg.lambda_partition, "infonce")
-        if cfg.critic_objective == "td_infonce":
+        if self._bootstraps():
             return self._td_critic_loss(
                 self.critic,
                 self.phi_target,
@@ -255,7 +253,9 @@ class CVLLearner(PretrainingLearner):
                 cfg.discount,
                 cfg.lambda_partition,
             )
-        return self._critic_loss(self.critic, batch, cfg.lambda_partition, cfg.critic_objective)
+        # TD InfoNCE's warm-up trains eq. 9-10's InfoNCE.
+        objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
+        return self._critic_loss(self.critic, batch, cfg.lambda_partition, objective)
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
         """The states whose arrival rewards Q weighs, and those rewards: the batch's future
