@@ -17,6 +17,7 @@ from cvl_algos.cvl.q import (
     q_direct_from_latents,
     q_rff,
     rff_q_fn,
+    weighted_expectile,
     xi_ema,
     xi_estimate,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "rff_q_fn",
     "td_contrastive_critic_loss",
     "td_infonce_partition_loss",
+    "weighted_expectile",
     "xi_ema",
     "xi_estimate",
 ]

@@ -89,6 +89,12 @@ class CVLConfig:
     (RFF: ``F(phi) . xi / F(phi) . zeta``, zeta the EMA of ``mean_j F(psi_j)``). InfoNCE leaves
     ``f`` free up to a constant per anchor, which eq. 11-12 multiply Q by; the ratio cancels it
     (not in the paper; see ``q_direct_from_latents``)."""
+    q_expectile: float = 0.5
+    """"mc" with ``self_normalized``: 0.5 weighs the futures' arrival rewards by their
+    probability (the mean, eq. 11); tau in (0.5, 1) takes the tau-expectile of the same
+    distribution instead, so the best futures of (s, a) count more, IQL's expectile applied to
+    the critic's futures instead of the data's actions (`weighted_expectile`; not in the
+    paper). The random-feature estimator is linear in the weights and cannot take it."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
     rff_kind: Literal["trig", "positive"] = "trig"
@@ -239,6 +245,14 @@ class CVLConfig:
             )
         if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
             raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")
+        if not 0.0 < self.q_expectile < 1.0 or (
+            self.q_expectile != 0.5 and (self.q_estimator != "mc" or not self.self_normalized)
+        ):
+            raise ValueError(
+                f"q_expectile must lie in (0, 1), and differ from 0.5 only with q_estimator='mc' "
+                f"and self_normalized=True, got {self.q_expectile!r} with "
+                f"{self.q_estimator!r}, self_normalized={self.self_normalized}"
+            )
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
 

@@ -300,7 +300,12 @@ class CVLLearner(PretrainingLearner):
                 self.critic, self.rff, self.xi_state.xi, cfg.discount, self.xi_state.zeta
             )
         return direct_q_fn(
-            self.critic, psi_future, reward_future, cfg.discount, cfg.self_normalized
+            self.critic,
+            psi_future,
+            reward_future,
+            cfg.discount,
+            cfg.self_normalized,
+            cfg.q_expectile,
         )
 
     def _policy_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
@@ -393,6 +398,7 @@ class CVLLearner(PretrainingLearner):
             self.config.discount,
             self.critic.temperature,
             self.config.self_normalized,
+            self.config.q_expectile,
         )
 
 

@@ -25,6 +25,7 @@ def q_direct_from_latents(
     discount: float,
     temperature: float,
     self_normalized: bool = False,
+    expectile: float = 0.5,
 ) -> Tensor:
     """Direct Monte-Carlo Q_NCE (eq. 11) from latents.
 
@@ -33,6 +34,10 @@ def q_direct_from_latents(
     (``Q_i = 1/(1-g) * sum_j softmax_j(f_ij) r_j``): self-normalised importance sampling of
     ``E_{s+ ~ p(s+|s,a)} r(s+)``. InfoNCE determines ``f`` only up to a constant per anchor
     ``c(s, a)`` (which eq. 11 multiplies Q by, ``e^c``); the ratio cancels it (not in the paper).
+    ``expectile`` tau != 0.5 (self-normalised only) replaces that mean by the tau-expectile of
+    the arrival rewards under the same weights (`weighted_expectile`; tau = 0.5 is the mean):
+    with tau > 0.5 the best futures of (s, a) count more than their share, as IQL's expectile
+    does over the data's actions (not in the paper).
 
     Args:
         phi_t: (B, d) anchor features phi(s_t, a_t).
@@ -50,9 +55,53 @@ def q_direct_from_latents(
     logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
     if self_normalized:
         weights = torch.softmax(logits, dim=1)
-        return einsum(weights, reward_future.to(logits.dtype), "b m, m -> b") / (1.0 - discount)
+        reward_future = reward_future.to(logits.dtype)
+        if expectile != 0.5:
+            return weighted_expectile(reward_future, weights, expectile) / (1.0 - discount)
+        return einsum(weights, reward_future, "b m, m -> b") / (1.0 - discount)
     weighted = torch.exp(logits) * reward_future.to(logits.dtype)
     return reduce(weighted, "b m -> b", "mean") / (1.0 - discount)
+
+
+def weighted_expectile(values: Tensor, weights: Tensor, expectile: float) -> Tensor:
+    """The tau-expectile of each row's discrete distribution ``sum_j weights_ij delta(values_j)``.
+
+    The tau-expectile q of a distribution minimises ``E |tau - 1(v < q)| (v - q)^2`` (Newey and
+    Powell 1987; IQL's value loss, Kostrikov et al. 2022): the root of the decreasing
+    ``g(q) = tau E(v - q)_+ - (1 - tau) E(q - v)_+``; tau = 0.5 gives the mean, tau -> 1 the
+    maximum of the support. With the values sorted, g at each value comes from cumulative sums,
+    the root lies after the last value where g > 0, and there q is the closed form
+    ``(tau A_hi + (1 - tau) A_lo) / (tau W_hi + (1 - tau) W_lo)`` over the values above and
+    below it (W the weights' sums, A the weighted values' sums): exact, with its exact gradient
+    with respect to the weights, in one pass without iterations.
+
+    Args:
+        values: (M,) values shared by every row.
+        weights: (B, M) non-negative weights, each row summing to 1.
+        expectile: tau in (0, 1).
+    Returns:
+        (B,) expectiles.
+    """
+    assert values.ndim == 1 and weights.shape[1:] == values.shape, (values.shape, weights.shape)
+    assert 0.0 < expectile < 1.0, expectile
+    tau = expectile
+    order = torch.argsort(values)
+    sorted_values, sorted_weights = values[order], weights[:, order]
+    weight_below = torch.cumsum(sorted_weights, dim=1)  # W_lo at split k: values 0..k
+    mass_below = torch.cumsum(sorted_weights * sorted_values, dim=1)  # A_lo
+    weight_above = weight_below[:, -1:] - weight_below
+    mass_above = mass_below[:, -1:] - mass_below
+    g_at_values = tau * (mass_above - sorted_values * weight_above) - (1.0 - tau) * (
+        sorted_values * weight_below - mass_below
+    )
+    split = ((g_at_values > 0).sum(dim=1, keepdim=True) - 1).clamp(min=0)  # (B, 1)
+
+    def at_split(x: Tensor) -> Tensor:
+        return torch.gather(x, 1, split)[:, 0]
+
+    numerator = tau * at_split(mass_above) + (1.0 - tau) * at_split(mass_below)
+    denominator = tau * at_split(weight_above) + (1.0 - tau) * at_split(weight_below)
+    return numerator / denominator
 
 
 def q_direct(
@@ -191,9 +240,11 @@ def direct_q_fn(
     reward_future: Tensor,
     discount: float,
     self_normalized: bool = False,
+    expectile: float = 0.5,
 ) -> Callable[[Tensor, Tensor], Tensor]:
     """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 11 against fixed future
-    latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached)."""
+    latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached);
+    ``expectile`` as in `q_direct_from_latents`."""
     phi = detached_phi(critic)
     psi_future = psi_future.detach()
     temperature = critic.temperature
@@ -201,7 +252,7 @@ def direct_q_fn(
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
         q = q_direct_from_latents(
-            latents, psi_future, reward_future, discount, temperature, self_normalized
+            latents, psi_future, reward_future, discount, temperature, self_normalized, expectile
         )
         return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
