@@ -245,6 +245,9 @@ PRESETS: dict[str, Preset] = {
             batch_size=256,
             sac_hidden=(128, 128),
             sac_batch_size=256,
+            # Anchors uniform over the buffer: with the learner's default one-episode batches
+            # the critic orders the states by position alone (docs/results.md, "Mountain Car").
+            overrides=("cvl:sampler_mode=uniform",),
         ),
         full=Budget((MOUNTAIN_CAR,), (0,), "sac", frames=500_000),
         mountain_car=True,
