@@ -123,16 +123,21 @@ def test_q_direct_takes_the_expectile_of_the_self_normalised_weights() -> None:
     assert (q_direct_from_latents(phi, psi, reward, 0.99, 0.1, True, 0.9) >= mean).all()
 
 
-def test_learner_q_values_use_the_expectile() -> None:
-    """The learner's Q at tau = 0.9 is the expectile over the given futures under its critic's
-    softmax, and is the mean at the default 0.5 with the same parameters."""
-    batch = make_contrastive_batch(0)
-    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=1, **TINY, **EXPECTILE)
-    learner.update(batch)
+def _critic_weights(learner, batch) -> torch.Tensor:
+    """The learner's self-normalised weights of the batch's futures for its data pairs."""
     with torch.no_grad():
         phi = learner.critic.phi(batch.obs_t, batch.action_t)
         psi = learner.psi_target(batch.obs_future)
-    weights = torch.softmax(phi @ psi.T / learner.critic.temperature, dim=1)
+    return torch.softmax(phi @ psi.T / learner.critic.temperature, dim=1)
+
+
+def test_learner_q_values_use_the_expectile() -> None:
+    """The learner's Q at tau = 0.9 is the expectile over the given futures under its critic's
+    softmax."""
+    batch = make_contrastive_batch(0)
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=1, **TINY, **EXPECTILE)
+    learner.update(batch)
+    weights = _critic_weights(learner, batch)
     q = learner.q_values(batch.obs_t, batch.action_t, batch.obs_future, batch.reward_future)
     expected = weighted_expectile(batch.reward_future, weights, 0.9) / (1 - learner.config.discount)
     torch.testing.assert_close(q, expected)
@@ -146,12 +151,10 @@ def test_default_is_the_mean_and_the_expectile_changes_training() -> None:
     default = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **common)
     shifted = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, q_expectile=0.9, **common)
     for batch in batches:
-        default.update(batch), shifted.update(batch)
+        default.update(batch)
+        shifted.update(batch)
     batch = batches[0]
-    with torch.no_grad():
-        phi = default.critic.phi(batch.obs_t, batch.action_t)
-        psi = default.psi_target(batch.obs_future)
-    weights = torch.softmax(phi @ psi.T / default.critic.temperature, dim=1)
+    weights = _critic_weights(default, batch)
     q = default.q_values(batch.obs_t, batch.action_t, batch.obs_future, batch.reward_future)
     torch.testing.assert_close(q, weights @ batch.reward_future / (1 - default.config.discount))
     assert any(

@@ -139,9 +139,10 @@ def test_mountain_car_preset_sac_data_reaches_the_goal(tmp_path):
 
 
 def test_mountain_car_preset_trains_cvl_on_uniform_batches(tmp_path):
-    """The preset's CVL run draws its anchors uniformly over the buffer (one-episode batches,
-    the learner's default, ordered the states by position alone: Spearman 0.41 against 0.76
-    with uniform ones on the same data); the paper's budget keeps the learner's default."""
+    """The preset's CVL run draws its anchors uniformly over the buffer (with one-episode
+    batches, the learner's default, the critic ordered the states by position alone: Spearman
+    with SAC's Q 0.64 against 0.86 with uniform ones on the preset's buffer); the paper's budget
+    keeps the learner's default."""
     from cvl_algos import learner_class
     from cvl_eval.pipelines.paper import sweep_config
     from cvl_eval.pipelines.paper_presets import PaperConfig, resolve

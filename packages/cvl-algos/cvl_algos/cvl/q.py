@@ -52,6 +52,7 @@ def q_direct_from_latents(
         reward_future.shape,
         psi_future.shape,
     )
+    assert self_normalized or expectile == 0.5, "an expectile needs self-normalised weights"
     logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
     if self_normalized:
         weights = torch.softmax(logits, dim=1)
