@@ -21,7 +21,8 @@ Reduced (CPU-budget) sizes of the paper presets' default budgets:
     ... bench_algos.py --hidden 128 128 --batch 256 \
         --cvl-set num_action_samples=4 num_rff_features=512
 
-Prints one table per device with steps/s and the ratio to BC (the baseline, 1.00).
+Prints one table per device with steps/s, seconds per step and the ratio to BC (the baseline,
+1.00).
 """
 
 from __future__ import annotations
@@ -154,12 +155,13 @@ def run(args: argparse.Namespace) -> None:
         device = torch.device(name)
         label = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
         print(f"\n== {name} ({label})")
-        print(f"{'algorithm':<15}{'batch':>7}{'steps/s':>11}{'vs BC':>8}")
+        print(f"{'algorithm':<15}{'batch':>7}{'steps/s':>11}{'s/step':>9}{'vs BC':>8}")
         baseline = None
         for algo in algos:
             rate, size = bench_one(algo, device, args)
             baseline = baseline or rate
-            print(f"{algo:<15}{size:>7}{rate:>11.1f}{rate / baseline:>8.2f}")
+            line = f"{algo:<15}{size:>7}{rate:>11.3g}{1 / rate:>9.3g}{rate / baseline:>8.2f}"
+            print(line)
 
 
 if __name__ == "__main__":

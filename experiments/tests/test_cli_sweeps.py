@@ -160,6 +160,7 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 10_000)
     assert PRESETS["metaworld_states"].overrides == PRESETS["mixed"].overrides  # settled defaults
     assert PRESETS["rff_ablation"].overrides == PRESETS["mixed"].overrides
+    assert PRESETS["metaworld_pixels"].overrides == PRESETS["mixed"].overrides
     assert "cvl:normalize_q=true" in small.overrides and "cql:lr=1e-3" in small.overrides
     assert small.pretrain_steps == 1_000  # CQL+UDS's zero-reward pretraining, not 50k
     mine = resolve(PaperConfig(experiment="metaworld_states", hidden=(8, 8), batch_size=4))
@@ -229,4 +230,7 @@ def test_pixel_preset_trains_bc_cql_cvl_from_images(tmp_path):
         config = json.loads((run / "config.json").read_text())
         assert config["obs_kind"] == "pixels", algo
         assert (run / "results.json").is_file(), algo
+    cvl = json.loads((tmp_path / "runs/cvl/drawer-open-v3/seed_0/config.json").read_text())
+    settled = cvl["learner_overrides"]  # the state presets' settled CVL settings
+    assert (settled["policy_extraction"], settled["rff_kind"]) == ("ddpgbc", "positive")
     assert (tmp_path / "report" / "rliable" / "aggregates.png").is_file()
