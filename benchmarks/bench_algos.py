@@ -160,8 +160,7 @@ def run(args: argparse.Namespace) -> None:
         for algo in algos:
             rate, size = bench_one(algo, device, args)
             baseline = baseline or rate
-            line = f"{algo:<15}{size:>7}{rate:>11.3g}{1 / rate:>9.3g}{rate / baseline:>8.2f}"
-            print(line)
+            print(f"{algo:<15}{size:>7}{rate:>11.3g}{1 / rate:>9.3g}{rate / baseline:>8.2f}")
 
 
 if __name__ == "__main__":

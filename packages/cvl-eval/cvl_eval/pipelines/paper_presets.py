@@ -196,9 +196,8 @@ PRESETS: dict[str, Preset] = {
         "drawer-close, drawer-open (paper table 4).",
         ("bc", "cql", "cvl"),
         # Noisy-expert data: the paper's closing tasks have no clean mixture (the reach expert
-        # closes the door 100% of the time; `cvl_eval.datagen.mixed_suite`). Cost, 1 thread:
-        # ~48 min per CQL or CVL run and ~9 min per BC run at this budget, ~737 CPU-hours per
-        # task and seed at the full one (docs/reproducing.md).
+        # closes the door 100% of the time; `cvl_eval.datagen.mixed_suite`). Measured cost of
+        # both budgets: docs/reproducing.md.
         default=_cpu_budget(PIXEL_TASKS, (0,), episodes=20, steps=2_000, batch_size=64),
         full=Budget(PIXEL_TASKS, SEEDS5, "sac"),
         pixels=True,
