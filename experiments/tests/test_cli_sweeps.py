@@ -74,7 +74,7 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     sources = record["generation"]["drawer-open-v3"]["sources"]
     assert sorted(sources) == ["expert", "expert:drawer-close", "expert:reach", "random"]
     runs = sorted(p for p in os.listdir(tmp_path / "runs") if "." not in p)
-    assert runs == ["bc", "cql", "cvl", "cvl_mc", "filtered_bc", "iql"]
+    assert runs == ["bc", "cql", "cvl", "cvl_mc", "filtered_bc", "fql", "iql"]
     assert (tmp_path / "report" / "rliable" / "improvement.png").is_file()
     text = (tmp_path / "report" / "rliable" / "rliable.json").read_text()
     assert "probability_of_improvement" in text and "iql" in text
@@ -89,6 +89,8 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert mc["learner_overrides"]["policy_extraction"] == "ddpgbc"  # the measured default
     assert mc["learner_overrides"]["bc_alpha"] == 0.3
     assert learner["learner_overrides"]["policy_extraction"] == "ddpgbc"  # as without RFF
+    fql = json.loads((runs_dir / "fql/drawer-open-v3/seed_0/config.json").read_text())
+    assert fql["learner_overrides"]["alpha"] == 10.0  # its screen's choice
 
 
 def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
@@ -171,6 +173,7 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     # 10k steps, scored by the pooled last 3 of the evaluations every 2.5k (docs/results.md)
     assert (mixed.steps, mixed.eval_every, mixed.last_evals) == (10_000, 2_500, 3)
     assert "iql:beta=10" in PRESETS["mixed"].overrides
+    assert "fql:alpha=10" in PRESETS["mixed"].overrides and "fql" in PRESETS["mixed"].algorithms
     assert resolve(PaperConfig(experiment="mixed", last_evals=4))["budget"].last_evals == 4
     for bad in ({"last_evals": 5}, {"last_evals": 0}, {"steps": 5_000}):
         with pytest.raises(ConfigError, match="--last-evals must be between 1 and"):

@@ -134,9 +134,9 @@ SEEDS5 = (0, 1, 2, 3, 4)
 PRESETS: dict[str, Preset] = {
     "mixed": Preset(
         "Mixed-quality Meta-World data (25% the task's noisy expert, 55% other tasks' experts, 20% "
-        "random): BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM "
-        "and probability of improvement.",
-        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
+        "random): BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable "
+        "IQM and probability of improvement.",
+        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql"),
         # `MIXED_BUDGET` (`_suite_budget`); wall time on 2 cores: docs/reproducing.md.
         default=MIXED_BUDGET,
         full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000, last_evals=3),
@@ -147,9 +147,9 @@ PRESETS: dict[str, Preset] = {
         "door-open (no episode solves the task: the expert's approach then wrong behaviour, and "
         "the expert recorded from mid-task on; filtered BC fails) and noisy-expert datasets of "
         "faucet-open and reach (a per-episode noise level; cloning's best case, the control): "
-        "BC, filtered BC, CQL, IQL, CVL, CVL without RFF; per-task table, rliable IQM and "
+        "BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable IQM and "
         "probability of improvement.",
-        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql"),
+        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql"),
         # The mixed preset's budget and settings, on the hard suite's data.
         default=_suite_budget(
             HARD_SUITE_TASKS,
