@@ -130,13 +130,15 @@ class Preset:
 
 
 SEEDS5 = (0, 1, 2, 3, 4)
+SUITE_ALGORITHMS = ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql")
+"""The learners of the `mixed` and `hard` presets (the same methods on both suites)."""
 
 PRESETS: dict[str, Preset] = {
     "mixed": Preset(
         "Mixed-quality Meta-World data (25% the task's noisy expert, 55% other tasks' experts, 20% "
         "random): BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable "
         "IQM and probability of improvement.",
-        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql"),
+        SUITE_ALGORITHMS,
         # `MIXED_BUDGET` (`_suite_budget`); wall time on 2 cores: docs/reproducing.md.
         default=MIXED_BUDGET,
         full=Budget(MIXED_SUITE_TASKS, SEEDS5, "mixture", episodes=1000, last_evals=3),
@@ -149,7 +151,7 @@ PRESETS: dict[str, Preset] = {
         "faucet-open and reach (a per-episode noise level; cloning's best case, the control): "
         "BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable IQM and "
         "probability of improvement.",
-        ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql"),
+        SUITE_ALGORITHMS,
         # The mixed preset's budget and settings, on the hard suite's data.
         default=_suite_budget(
             HARD_SUITE_TASKS,
