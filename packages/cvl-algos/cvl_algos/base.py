@@ -336,9 +336,14 @@ class LearnerBase:
         policy's mode when ``deterministic``, else one sample. Learners that choose actions
         otherwise at acting time override this (CVL's ``act_candidates``)."""
         if deterministic:
-            return self.policy.deterministic(obs_t)
-        action, _ = self.policy.sample(obs_t)
+            return self.acting_policy.deterministic(obs_t)
+        action, _ = self.acting_policy.sample(obs_t)
         return action
+
+    @property
+    def acting_policy(self) -> nn.Module:
+        """The network `act` uses: ``self.policy`` (CVL with ``policy_ema_tau``: its average)."""
+        return self.policy
 
     # -- checkpoints ------------------------------------------------------------------------------
 

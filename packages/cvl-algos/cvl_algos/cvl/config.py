@@ -159,6 +159,11 @@ class CVLConfig:
     samples with Q (eq. 12, or eq. 11 over the last labelled batch's future states, kept in
     the checkpoint) and acts with the best (`cvl_algos.cvl.acting`; not in the paper).
     Deterministic acting only; ``act(..., deterministic=False)`` still samples the policy."""
+    policy_ema_tau: float = 0.0
+    """Acting: 0 acts with the trained policy (the paper). tau in (0, 1] acts with a polyak
+    average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy`` after each
+    policy step (an evaluation copy, as diffusion and flow policies keep; not in the paper).
+    Training is unchanged: the losses use the trained policy."""
     log_std_min: float = -5.0
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
@@ -222,6 +227,8 @@ class CVLConfig:
             raise ValueError(
                 f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"
             )
+        if not 0.0 <= self.policy_ema_tau <= 1.0:
+            raise ValueError(f"policy_ema_tau must lie in [0, 1], got {self.policy_ema_tau}")
         if self.act_candidates < 0:
             raise ValueError(f"act_candidates must be >= 0, got {self.act_candidates}")
         if self.act_candidates and self.policy_extraction in FLOW_EXTRACTIONS:
