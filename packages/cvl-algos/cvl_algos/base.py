@@ -34,6 +34,7 @@ back afterwards, so sampling inside networks (which use the global RNG) is repro
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,8 @@ class LearnerBase:
     """Metrics a progress bar shows (those present in a log record, in this order)."""
 
     policy: nn.Module
+    policy_ema: nn.Module | None = None
+    """The polyak average of ``policy`` that deterministic acting uses (`init_policy_ema`)."""
 
     def __init__(
         self,
@@ -146,6 +149,34 @@ class LearnerBase:
         vectorised seeds (`cvl_algos.vectorised.VectorisedLearner`)."""
         return None
 
+    def init_policy_ema(self) -> None:
+        """Called once ``self.policy`` exists: with the config's ``policy_ema_tau`` > 0, a frozen
+        copy of it becomes ``policy_ema``, averaged after each update (`policy_ema_stages`) and
+        used for deterministic acting (`acting_policy`). A learner that calls it puts
+        `policy_ema_modules` into its `state_modules`."""
+        if self.config.policy_ema_tau > 0.0:
+            self.policy_ema = copy.deepcopy(self.policy).requires_grad_(False)
+
+    def policy_ema_modules(self) -> dict[str, nn.Module]:
+        """``{"policy_ema": ...}`` when there is one, else nothing (for `state_modules`)."""
+        return {} if self.policy_ema is None else {"policy_ema": self.policy_ema}
+
+    def policy_ema_stages(self) -> tuple[Stage, ...]:
+        """``policy_ema <- (1 - tau) policy_ema + tau policy`` as a stage, when there is one."""
+        if self.policy_ema is None:
+            return ()
+        return (PolyakStage("policy_ema", "policy", self.config.policy_ema_tau),)
+
+    def update_stages(self) -> tuple[Stage, ...]:
+        """One update as stages: `gradient_stages`, then `policy_ema_stages`."""
+        return (*self.gradient_stages(), *self.policy_ema_stages())
+
+    @property
+    def acting_policy(self) -> nn.Module:
+        """The network deterministic acting uses: ``policy_ema`` when there is one, else
+        ``policy``."""
+        return self.policy if self.policy_ema is None else self.policy_ema
+
     @classmethod
     def declares_stages(cls) -> bool:
         """Whether the class declares `gradient_stages` (what vectorised seeds need); known
@@ -159,7 +190,7 @@ class LearnerBase:
             raise NotImplementedError(
                 f"{type(self).__name__} defines neither _train_step nor stages"
             )
-        stages = self.gradient_stages()
+        stages = self.update_stages()
         self.check_update_batch(batch)
         return self.run_stages(stages, batch)
 
@@ -333,17 +364,12 @@ class LearnerBase:
 
     def policy_action(self, obs_t: torch.Tensor, deterministic: bool) -> torch.Tensor:
         """(B, A) actions for a batch of observations on the device, inside ``rng_scope``: the
-        policy's mode when ``deterministic``, else one sample. Learners that choose actions
+        mode of `acting_policy` when ``deterministic``, else one sample of the trained policy. Learners that choose actions
         otherwise at acting time override this (CVL's ``act_candidates``)."""
         if deterministic:
             return self.acting_policy.deterministic(obs_t)
-        action, _ = self.acting_policy.sample(obs_t)
+        action, _ = self.policy.sample(obs_t)
         return action
-
-    @property
-    def acting_policy(self) -> nn.Module:
-        """The network `act` uses: ``self.policy`` (CVL with ``policy_ema_tau``: its average)."""
-        return self.policy
 
     # -- checkpoints ------------------------------------------------------------------------------
 

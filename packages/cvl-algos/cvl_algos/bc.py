@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import make_adam, policy_from_config
+from cvl_algos.common import check_policy_ema_tau, make_adam, policy_from_config
 from cvl_algos.stages import GradientStage
 from cvl_models import Torso
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
@@ -49,10 +49,18 @@ class BCConfig:
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
     """Upper clamp of the policy's log standard deviation."""
+    policy_ema_tau: float = 0.0
+    """Evaluation acting: 0 acts with the trained policy. tau in (0, 1] acts (deterministically)
+    with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
+    after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
+    sampled with ``deterministic=False``, use the trained policy."""
     compile: bool = False
     """Wrap the loss computation in ``torch.compile``. Measured on one CPU thread at the paper's
     sizes: 0.8x the eager rate (docs/performance.md, "Design choices and their measured
     effect"), so leave it off on CPU."""
+
+    def __post_init__(self) -> None:
+        check_policy_ema_tau(self.policy_ema_tau)
 
 
 def bc_loss(
@@ -102,11 +110,12 @@ class BCLearner(LearnerBase):
         with self.rng_scope():
             self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
             self.policy = self.policy.to(self.device)
+        self.init_policy_ema()
         self.optimizer = make_adam(self.policy.parameters(), cfg.lr)
         self._loss_fn = self.maybe_compile(self.compute_loss)
 
     def state_modules(self) -> dict[str, nn.Module]:
-        return {"policy": self.policy}
+        return {"policy": self.policy, **self.policy_ema_modules()}
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"policy": self.optimizer}
@@ -129,6 +138,7 @@ class FilteredBCConfig(BCConfig):
     """Fraction of episodes kept, those of highest undiscounted return (10%: the usual "10% BC")."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not 0.0 < self.top_fraction <= 1.0:
             raise ValueError(f"top_fraction must lie in (0, 1], got {self.top_fraction}")
 

@@ -35,6 +35,12 @@ __all__ = [
 # ----------------------------------------------------------------------------- configs
 
 
+def check_policy_ema_tau(tau: float) -> None:
+    """A config's ``policy_ema_tau`` (`LearnerBase.acting_policy`) must lie in [0, 1]."""
+    if not 0.0 <= tau <= 1.0:
+        raise ValueError(f"policy_ema_tau must lie in [0, 1], got {tau}")
+
+
 def config_to_dict(config: Any) -> dict[str, Any]:
     """A frozen config dataclass as a JSON-able dict (tuples become lists)."""
     return to_json_data(config)

@@ -25,7 +25,12 @@ from einops import rearrange, repeat
 from torch import Tensor, nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import assert_transition_batch, frozen_call, make_adam
+from cvl_algos.common import (
+    assert_transition_batch,
+    check_policy_ema_tau,
+    frozen_call,
+    make_adam,
+)
 from cvl_algos.cvl.extraction import fql_policy_loss
 from cvl_algos.sac import td_loss
 from cvl_algos.stages import GradientStage, PolyakStage, Stage
@@ -65,10 +70,16 @@ class FQLConfig:
     normalize_q: bool = True
     """Divide the actor's Q term by its detached batch mean ``|Q|`` (FQL's ``normalize_q_loss``,
     default off there; on here so that ``alpha`` means what CVL's ``bc_alpha`` means)."""
+    policy_ema_tau: float = 0.0
+    """Evaluation acting: 0 acts with the trained policy. tau in (0, 1] acts (deterministically)
+    with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
+    after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
+    sampled with ``deterministic=False``, use the trained policy."""
     compile: bool = False
     """Wrap the losses in ``torch.compile`` (not measured for FQL; off)."""
 
     def __post_init__(self) -> None:
+        check_policy_ema_tau(self.policy_ema_tau)
         if self.q_agg not in ("mean", "min"):
             raise ValueError(f"q_agg must be 'mean' or 'min', got {self.q_agg!r}")
         if self.alpha < 0.0 or self.flow_steps < 1:
@@ -125,13 +136,19 @@ class FQLLearner(LearnerBase):
             self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
             self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.init_policy_ema()
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(fql_critic_loss)
         self._policy_loss = self.maybe_compile(fql_policy_loss)
 
     def state_modules(self) -> dict[str, nn.Module]:
-        return {"policy": self.policy, "critic": self.critic, "critic_target": self.critic_target}
+        return {
+            "policy": self.policy,
+            "critic": self.critic,
+            "critic_target": self.critic_target,
+            **self.policy_ema_modules(),
+        }
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"critic": self.critic_opt, "policy": self.policy_opt}

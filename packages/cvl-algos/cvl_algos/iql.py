@@ -23,6 +23,7 @@ from torch import nn
 from cvl_algos.base import LearnerBase
 from cvl_algos.common import (
     assert_transition_batch,
+    check_policy_ema_tau,
     make_adam,
     policy_from_config,
     polyak_update,
@@ -69,10 +70,16 @@ class IQLConfig:
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
     """Upper clamp of the policy's log standard deviation."""
+    policy_ema_tau: float = 0.0
+    """Evaluation acting: 0 acts with the trained policy. tau in (0, 1] acts (deterministically)
+    with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
+    after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
+    sampled with ``deterministic=False``, use the trained policy."""
     compile: bool = False
     """Wrap the loss computations in ``torch.compile``."""
 
     def __post_init__(self) -> None:
+        check_policy_ema_tau(self.policy_ema_tau)
         if not 0.0 < self.expectile < 1.0:
             raise ValueError(f"expectile must lie in (0, 1), got {self.expectile}")
         if self.beta < 0 or self.max_weight <= 0:
@@ -164,6 +171,7 @@ class IQLLearner(LearnerBase):
             self.critic = self.critic.to(self.device)
             self.value = ValueNetwork(self.obs_shape, cfg.hidden, cfg.torso).to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.init_policy_ema()
         self.value_opt = make_adam(self.value.parameters(), cfg.lr)
         self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
@@ -177,6 +185,7 @@ class IQLLearner(LearnerBase):
             "critic": self.critic,
             "critic_target": self.critic_target,
             "value": self.value,
+            **self.policy_ema_modules(),
         }
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
@@ -195,4 +204,5 @@ class IQLLearner(LearnerBase):
         metrics.update(policy_metrics)
         metrics["policy_grad_norm"] = self.clip_and_step(self.policy_opt, loss_pi, self.policy)
         polyak_update(self.critic_target, self.critic, cfg.tau)
+        self.run_stages(self.policy_ema_stages(), batch)
         return metrics

@@ -27,6 +27,7 @@ from cvl_algos.base import LearnerBase
 from cvl_algos.common import (
     Scalar,
     assert_transition_batch,
+    check_policy_ema_tau,
     frozen_call,
     make_adam,
     policy_from_config,
@@ -77,12 +78,20 @@ class SACConfig:
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
     """Upper clamp of the policy's log standard deviation."""
+    policy_ema_tau: float = 0.0
+    """Evaluation acting: 0 acts with the trained policy. tau in (0, 1] acts (deterministically)
+    with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
+    after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
+    sampled with ``deterministic=False``, use the trained policy."""
     compile: bool = False
     """Wrap the loss computations in ``torch.compile`` (inductor compiles their backward too; the
     optimiser step stays eager; random draws stay eager's, `LearnerBase.maybe_compile`). On one
     CPU thread: CQL at the paper's sizes 0.4x the eager rate, SAC at 256 x 256 no gain, SAC at
     128 x 128, batch 256 1.19x per update after ~10-50 s of compilation
     (docs/performance.md)."""
+
+    def __post_init__(self) -> None:
+        check_policy_ema_tau(self.policy_ema_tau)
 
 
 def critic_loss(
@@ -200,6 +209,7 @@ class SACLearner(LearnerBase):
             self.critic = TwinQ(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
             self.critic = self.critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.init_policy_ema()
         self.log_alpha = Scalar(torch.log(torch.tensor(cfg.init_alpha)).item()).to(self.device)
         self.target_entropy = (
             -float(self.action_dim) if cfg.target_entropy is None else float(cfg.target_entropy)
@@ -216,6 +226,7 @@ class SACLearner(LearnerBase):
             "critic": self.critic,
             "critic_target": self.critic_target,
             "log_alpha": self.log_alpha,
+            **self.policy_ema_modules(),
         }
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from cvl_algos.common import check_policy_ema_tau
 from cvl_data.samplers import MODES as SAMPLER_MODES
 from cvl_models import Torso
 
@@ -159,11 +160,6 @@ class CVLConfig:
     samples with Q (eq. 12, or eq. 11 over the last labelled batch's future states, kept in
     the checkpoint) and acts with the best (`cvl_algos.cvl.acting`; not in the paper).
     Deterministic acting only; ``act(..., deterministic=False)`` still samples the policy."""
-    policy_ema_tau: float = 0.0
-    """Acting: 0 acts with the trained policy (the paper). tau in (0, 1] acts with a polyak
-    average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy`` after each
-    policy step (an evaluation copy, as diffusion and flow policies keep; not in the paper).
-    Training is unchanged: the losses use the trained policy."""
     log_std_min: float = -5.0
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
@@ -175,6 +171,11 @@ class CVLConfig:
     when pretraining data is given (not in the paper; the same default as CQL+UDS)."""
 
     # Execution.
+    policy_ema_tau: float = 0.0
+    """Evaluation acting: 0 acts with the trained policy. tau in (0, 1] acts (deterministically)
+    with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
+    after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
+    sampled with ``deterministic=False``, use the trained policy."""
     compile: bool = False
     """Wrap the losses in ``torch.compile`` (inductor compiles their backward too; the optimiser
     step stays eager). Measured on one CPU thread at the paper's sizes: 1.1-1.2x the eager rate,
@@ -182,6 +183,7 @@ class CVLConfig:
     their measured effect")."""
 
     def __post_init__(self) -> None:
+        check_policy_ema_tau(self.policy_ema_tau)
         if not 0.0 <= self.discount < 1.0:
             raise ValueError(f"discount must lie in [0, 1), got {self.discount}")
         if self.q_estimator not in ("rff", "mc"):
@@ -227,8 +229,6 @@ class CVLConfig:
             raise ValueError(
                 f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"
             )
-        if not 0.0 <= self.policy_ema_tau <= 1.0:
-            raise ValueError(f"policy_ema_tau must lie in [0, 1], got {self.policy_ema_tau}")
         if self.act_candidates < 0:
             raise ValueError(f"act_candidates must be >= 0, got {self.act_candidates}")
         if self.act_candidates and self.policy_extraction in FLOW_EXTRACTIONS:

@@ -148,9 +148,7 @@ class CVLLearner(PretrainingLearner):
             if cfg.critic_objective == "td_infonce":
                 self.phi_target = copy.deepcopy(self.critic.phi_net).requires_grad_(False)
             self.policy = self._make_policy()
-            self.policy_ema: nn.Module | None = None
-            if cfg.policy_ema_tau > 0.0:
-                self.policy_ema = copy.deepcopy(self.policy).requires_grad_(False)
+        self.init_policy_ema()
         self.rff = make_random_features(
             cfg.rff_kind,
             cfg.latent_dim,
@@ -193,9 +191,7 @@ class CVLLearner(PretrainingLearner):
             modules["phi_target"] = self.phi_target
         if self.future_bank is not None:
             modules["future_bank"] = self.future_bank
-        if self.policy_ema is not None:
-            modules["policy_ema"] = self.policy_ema
-        return modules
+        return {**modules, **self.policy_ema_modules()}
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"critic": self.critic_opt, "policy": self.policy_opt}
@@ -219,10 +215,7 @@ class CVLLearner(PretrainingLearner):
         """Algorithm 1 as stages: the critic's stages (`critic_stages`), then ``psi_future``,
         the ``xi`` average and the future bank (`_after_critic`), then the policy step."""
         policy = GradientStage("policy", "policy", self._policy_loss_of, "policy_grad_norm", "pi")
-        stages = (*self.critic_stages(), ComputeStage(self._after_critic), policy)
-        if self.policy_ema is not None:
-            stages += (PolyakStage("policy_ema", "policy", self.config.policy_ema_tau),)
-        return stages
+        return (*self.critic_stages(), ComputeStage(self._after_critic), policy)
 
     def check_update_batch(self, batch: Any) -> None:
         if batch.reward_future is None or batch.reward_t is None:
@@ -358,11 +351,6 @@ class CVLLearner(PretrainingLearner):
             if q_fn is None:
                 return super().policy_action(obs_t, deterministic)
             return select_action_by_q(self.acting_policy, q_fn, obs_t, cfg.act_candidates)
-
-    @property
-    def acting_policy(self) -> nn.Module:
-        """The polyak average of the policy with ``policy_ema_tau`` > 0, else the policy."""
-        return self.policy if self.policy_ema is None else self.policy_ema
 
     # -- pretraining and Q ----------------------------------------------------
 

@@ -76,7 +76,7 @@ class VectorisedLearner:
         self.buffers = {
             name: stack_buffers([m[name] for m in modules]) for name in self.module_names
         }
-        stages = first.gradient_stages()
+        stages = first.update_stages()
         steps = [s for s in stages if isinstance(s, GradientStage)]
         self._optimized = {s.optimizer: s.module for s in steps}  # optimizer -> its module
         optimizers = [learner.state_optimizers() for learner in self.learners]
@@ -118,7 +118,7 @@ class VectorisedLearner:
         batch = (type(batches[0]), fields, none_fields)
         carry: dict[str, torch.Tensor] = {}
         metrics: dict[str, torch.Tensor] = {}
-        for stage in self.learners[0].gradient_stages():
+        for stage in self.learners[0].update_stages():
             if isinstance(stage, PolyakStage):
                 self._polyak(stage)
                 continue
