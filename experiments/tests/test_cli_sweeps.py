@@ -88,9 +88,14 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert mc["learner_overrides"]["temperature"] == 0.1
     assert mc["learner_overrides"]["policy_extraction"] == "ddpgbc"  # the measured default
     assert mc["learner_overrides"]["bc_alpha"] == 0.3
+    assert mc["learner_overrides"]["policy_ema_tau"] == 0.001  # acting with the average
+    assert learner["learner_overrides"]["policy_ema_tau"] == 0.001
     assert learner["learner_overrides"]["policy_extraction"] == "ddpgbc"  # as without RFF
     fql = json.loads((runs_dir / "fql/drawer-open-v3/seed_0/config.json").read_text())
     assert fql["learner_overrides"]["alpha"] == 10.0  # its screen's choice
+    assert "policy_ema_tau" not in fql["learner_overrides"]  # its screen: off
+    iql = json.loads((runs_dir / "iql/drawer-open-v3/seed_0/config.json").read_text())
+    assert iql["learner_overrides"]["policy_ema_tau"] == 0.001  # its screen: on
 
 
 def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):
