@@ -204,5 +204,6 @@ class IQLLearner(LearnerBase):
         metrics.update(policy_metrics)
         metrics["policy_grad_norm"] = self.clip_and_step(self.policy_opt, loss_pi, self.policy)
         polyak_update(self.critic_target, self.critic, cfg.tau)
-        self.run_stages(self.policy_ema_stages(), batch)
+        if self.policy_ema is not None:
+            self.run_stages(self.policy_ema_stages(), batch)
         return metrics
