@@ -167,7 +167,9 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 10_000)
     assert PRESETS["metaworld_states"].overrides == PRESETS["mixed"].overrides  # settled defaults
     assert PRESETS["rff_ablation"].overrides == PRESETS["mixed"].overrides
-    assert PRESETS["metaworld_pixels"].overrides == PRESETS["mixed"].overrides
+    pixel_settings = PRESETS["metaworld_pixels"].overrides  # the settled ones, no average
+    assert pixel_settings == tuple(o for o in PRESETS["mixed"].overrides if "policy_ema" not in o)
+    assert "cvl_mc:policy_ema_tau=0.001" in PRESETS["mixed"].overrides
     assert "cvl:normalize_q=true" in small.overrides and "cql:lr=1e-3" in small.overrides
     assert small.pretrain_steps == 1_000  # CQL+UDS's zero-reward pretraining, not 50k
     mine = resolve(PaperConfig(experiment="metaworld_states", hidden=(8, 8), batch_size=4))
@@ -226,19 +228,20 @@ def test_pixel_preset_trains_bc_cql_cvl_from_images(tmp_path):
         "metaworld-pixels", "--out-dir", str(tmp_path), "--tasks", "drawer-open",
         "--episodes", "1", "--steps", "2", "--eval-every", "0", "--eval-episodes", "1",
         "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
-        "--overrides", "cvl:latent_dim=4", "cvl:num_rff_features=8", "cvl:num_action_samples=1",
+        "--overrides", "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
         "cql:cql_num_samples=2",
         "--bootstrap-reps", "20", "--no-progress",
     ]  # fmt: skip
     assert paper.main(argv) == 0
     record = json.loads((tmp_path / "experiment.json").read_text())
     assert record["budget"]["tasks"] == ["drawer-open-v3"]
-    for algo in ("bc", "cql", "cvl"):
+    for algo in ("bc", "cql", "cvl_mc"):  # CVL: the presets' default, without RFF
         run = tmp_path / "runs" / algo / "drawer-open-v3" / "seed_0"
         config = json.loads((run / "config.json").read_text())
         assert config["obs_kind"] == "pixels", algo
         assert (run / "results.json").is_file(), algo
-    cvl = json.loads((tmp_path / "runs/cvl/drawer-open-v3/seed_0/config.json").read_text())
+    cvl = json.loads((tmp_path / "runs/cvl_mc/drawer-open-v3/seed_0/config.json").read_text())
     settled = cvl["learner_overrides"]  # the state presets' settled CVL settings
-    assert (settled["policy_extraction"], settled["rff_kind"]) == ("ddpgbc", "positive")
+    assert (settled["policy_extraction"], settled["temperature"]) == ("ddpgbc", 0.1)
+    assert "policy_ema_tau" not in settled  # 2k steps: acting with the trained policy
     assert (tmp_path / "report" / "rliable" / "aggregates.png").is_file()
