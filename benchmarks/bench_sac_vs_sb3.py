@@ -39,7 +39,9 @@ the update's own matrix products, replayed at their shapes and layouts (`gemm_re
 in place of ``flops / peak``: the tighter bound, since a backward pass's products (weight
 gradients, the width-1 output layer, the narrow input layer) run below the best GEMM rate. Each
 ratio line prints both ceilings: ours at each frame bound against the other contender as
-measured.
+measured. ``ops`` counts the ATen operators one update dispatches (`flop_bound.dispatched_ops`):
+where the replay bound is far above the measured rate, per-op dispatch and bookkeeping is what
+the rest of the time goes to, and fewer ops is what would pay.
 
 SB3 is optional and benchmark-only (not in the Pants lockfile); install it beside torch 2.13.0:
 ``pip install stable-baselines3 'torch==2.13.0'``. Run from the repository root:
@@ -67,6 +69,7 @@ from cvl_algos.runtime import process_settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.flop_bound import (  # noqa: E402
+    dispatched_ops,
     gemm_flops_per_s,
     gemm_replay_seconds,
     update_flops,
@@ -220,13 +223,15 @@ def interleaved_rates(
     return {name: WARMUP / s for name, s in warmup_seconds.items()}, steady, steady_cpu
 
 
-def print_table(warmup, steady, steady_cpu, flops, peak, replay) -> dict[str, tuple[float, float]]:
-    """Frames/s, GFLOP per update and the bounds; returns each contender's frame bounds (at the
-    best GEMM rate, and at its own matmuls replayed)."""
+def print_table(
+    warmup, steady, steady_cpu, flops, peak, replay, ops
+) -> dict[str, tuple[float, float]]:
+    """Frames/s, GFLOP and dispatched ATen ops per update and the bounds; returns each
+    contender's frame bounds (at the best GEMM rate, and at its own matmuls replayed)."""
     print(
         f"{'contender':<14}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}{'cpu f/s':>9}"
         f"{'GFLOP':>8}{'frame bound':>13}{'%bound':>8}{'replay ms':>11}{'replay bound':>14}"
-        f"{'%replay':>9}"
+        f"{'%replay':>9}{'ops':>6}"
     )
     bounds = {}
     for name, values in steady.items():
@@ -241,6 +246,7 @@ def print_table(warmup, steady, steady_cpu, flops, peak, replay) -> dict[str, tu
             f"{statistics.median(steady_cpu[name]):>9.1f}"
             f"{flops[name] / 1e9:>8.2f}{flop_bound:>13.1f}{100 * median / flop_bound:>7.0f}%"
             f"{1e3 * replay[name]:>11.2f}{replay_bound:>14.1f}{100 * median / replay_bound:>8.0f}%"
+            f"{ops[name]:>6}"
         )
     return bounds
 
@@ -314,7 +320,8 @@ def run(args: argparse.Namespace) -> None:
     warmup, steady, steady_cpu = interleaved_rates(contenders, args.rounds)
     flops = {c.name: update_flops(c.flop_step) for c in contenders}
     replay = {c.name: gemm_replay_seconds(c.flop_step)[0] for c in contenders}
-    bounds = print_table(warmup, steady, steady_cpu, flops, peak, replay)
+    ops = {c.name: dispatched_ops(c.flop_step) for c in contenders}
+    bounds = print_table(warmup, steady, steady_cpu, flops, peak, replay, ops)
     print_ratios(steady, steady_cpu, bounds)
 
 

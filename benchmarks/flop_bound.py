@@ -42,6 +42,27 @@ def update_flops(step: Callable[[], object]) -> int:
     return counter.get_total_flops()
 
 
+def dispatched_ops(step: Callable[[], object]) -> int:
+    """ATen operators one call of ``step`` dispatches (forward, backward and optimiser ops as
+    the dispatcher sees them, views and detaches included; kernels a fused op runs inside
+    count once). Where an update is not bound by its matmuls, each op costs microseconds of
+    dispatch and bookkeeping whatever its size, so the count says how much there is to pay."""
+    counter = _OpCounter()
+    with counter:
+        step()
+    return counter.count
+
+
+class _OpCounter(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
 def gemm_flops_per_s(
     shapes: Iterable[tuple[int, int, int]], repeats: int = 20, device: str = "cpu"
 ) -> float:

@@ -184,9 +184,10 @@ PRESETS: dict[str, Preset] = {
         overrides=MIXED_OVERRIDES,
     ),
     "metaworld_states": Preset(
-        "Meta-World from states: BC, CQL, CQL+UDS, CVL; per-task table, rliable aggregates and "
-        "performance profile (paper fig. 2, table 3).",
-        ("bc", "cql", "cql_uds", "cvl"),
+        "Meta-World from states: BC, CQL, CQL+UDS, CVL (the presets' default, without RFF; "
+        "the RFF ablation runs both); per-task table, rliable aggregates and performance "
+        "profile (paper fig. 2, table 3).",
+        ("bc", "cql", "cql_uds", "cvl_mc"),
         # The mixed preset's data, budget and settings (its BC, CQL and CVL runs are this
         # preset's); CQL+UDS pretrains its critic at reward 0 for 1k updates.
         default=dataclasses.replace(MIXED_BUDGET, pretrain_steps=1_000),
