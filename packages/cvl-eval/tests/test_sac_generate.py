@@ -107,6 +107,29 @@ def test_resuming_with_another_config_is_refused(tmp_path):
         generate_sac(tmp_path / "r", other, progress=False)
 
 
+def test_a_checkpoint_from_before_a_config_field_resumes_at_its_default(tmp_path, whole):
+    """A generation checkpointed before a config field existed (its ``state.json`` lacks it)
+    resumes when the rerun keeps the field's default, to the same data, and is refused when
+    the rerun sets another value."""
+    import json
+
+    from cvl_eval.datagen.sac.checkpoints import STATE_FILE
+
+    path = tmp_path / "reach"
+    with pytest.raises(Interrupted):
+        generate_sac(path, CONFIG, progress=False, on_episode=_interrupt_after(2))
+    state_file = default_checkpoint_dir(path) / STATE_FILE
+    state = json.loads(state_file.read_text())
+    del state["config"]["sac"]["policy_ema_tau"]  # as written before the field was added
+    state_file.write_text(json.dumps(state))
+    averaged = dataclasses.replace(CONFIG, sac=dataclasses.replace(TINY, policy_ema_tau=0.5))
+    with pytest.raises(ValueError, match=r"policy_ema_tau': 0.0.*0.5|sac: .*0.5"):
+        generate_sac(path, averaged, progress=False)
+    again = generate_sac(path, CONFIG, progress=False, durable=False)
+    assert again.resumed_from == 2
+    _same_datasets(open_dataset(whole[0]), open_dataset(path))
+
+
 def test_pixels_alongside_states_share_the_episodes(tmp_path):
     config = SACDataConfig(
         "reach",

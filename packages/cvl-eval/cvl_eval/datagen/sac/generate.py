@@ -89,8 +89,10 @@ def _provenance(config: SACDataConfig, obs_kind: str) -> dict[str, Any]:
 
 def _check_resumable(stored: dict[str, Any], config: SACDataConfig, where: Path) -> None:
     """The checkpointed generation (interrupted or finished) has ``config`` up to the fields that
-    do not change the data; else a `ConfigError` naming the fields (`refuse_changes`)."""
-    changes = changed_fields(stored, config.to_json(), _RESUMABLE_CHANGES)
+    do not change the data; else a `ConfigError` naming the fields (`refuse_changes`). Fields
+    added to the configs since ``stored`` was written count at their defaults."""
+    defaults = SACDataConfig(config.env).to_json()
+    changes = changed_fields(stored, config.to_json(), _RESUMABLE_CHANGES, defaults)
     refuse_changes(where, changes, "the SAC generation checkpointed here")
 
 
