@@ -208,3 +208,23 @@ def test_resume_compares_resolved_paths_and_a_moved_run_resumes(data_root, tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"from {moved / 'checkpoints' / 'step_0000000002'} (update 2" in done.stderr
     assert json.loads((moved / "results.json").read_text())["steps"] == 4
+
+
+def test_a_run_recorded_before_a_config_field_existed_resumes(data_root, tmp_path):
+    """A run folder whose ``config.json`` predates a field of the train config (here
+    ``keep_checkpoints``, removed from the record) resumes when the rerun keeps the field's
+    default, and is refused when it sets another value."""
+    out = tmp_path / "run"
+    first = _train(data_root / "reach-v3", out, "--checkpoint-every", "2", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    record = json.loads((out / "config.json").read_text())
+    del record["train_config"]["keep_checkpoints"]
+    (out / "config.json").write_text(json.dumps(record))
+    (out / "results.json").unlink()  # unfinished again: continues from its checkpoint
+    shutil.rmtree(out / "final")
+    other = _train(data_root / "reach-v3", out, "--checkpoint-every", "2", "--keep-checkpoints",
+                   "3", "--resume", cwd=tmp_path)  # fmt: skip
+    _error_line(other, str(out), "keep_checkpoints: 1 -> 3")
+    done = _train(data_root / "reach-v3", out, "--checkpoint-every", "2", "--resume", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((out / "results.json").read_text())["steps"] == 4

@@ -1,9 +1,9 @@
-"""`changed_fields`: what a rerun changed against a recorded generation config."""
+"""`changed_fields`: what a rerun changed against a recorded config (generations, training runs)."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_eval.datagen.resume_check import changed_fields
+from cvl_eval.runs.config_changes import changed_fields, config_defaults
 
 values = st.one_of(st.integers(-3, 3), st.booleans(), st.text(max_size=2))
 configs = st.recursive(
@@ -55,3 +55,12 @@ def test_defaults_fill_only_what_the_record_lacks(recorded, defaults):
         assert key in changed_fields(
             recorded, {**current, key: ["changed", value]}, defaults=defaults
         )
+
+
+def test_config_defaults_are_the_fields_defaults_as_json():
+    from cvl_eval.datagen.sac.config import SACDataConfig
+
+    defaults = config_defaults(SACDataConfig)
+    assert "env" not in defaults  # no default: always recorded
+    assert defaults["frames"] == 500_000 and defaults["sac"]["hidden"] == [256, 256]
+    assert defaults["sac"]["policy_ema_tau"] == 0.0

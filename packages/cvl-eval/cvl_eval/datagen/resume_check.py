@@ -4,7 +4,7 @@ Resuming an interrupted generation appends the missing episodes, and a finished 
 reported; both are right only when the rerun asks for the data that is there. A rerun with other
 flags (``--noise-sigma 0.5`` after 0.3, another ``--seed``, another ``--kind``) would append
 episodes of another config under the old one's record, or return the old dataset as if it were
-the new one. `check_same_generation` compares the generation config recorded in each dataset's
+the new one. `check_same_generation` compares (`cvl_eval.runs.config_changes.changed_fields`) the generation config recorded in each dataset's
 provenance (finished, or kept by the partial's writer) with the current one and refuses a
 difference with a `ConfigError` naming the fields, the path and the way out (another
 ``--out-dir``). Fields that do not change the data are not compared.
@@ -12,48 +12,17 @@ difference with a `ConfigError` naming the fields, the path and the way out (ano
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from cvl_eval.errors import ConfigError
+from cvl_eval.runs.config_changes import changed_fields
 
-__all__ = ["STATE_FREE_FIELDS", "changed_fields", "check_same_generation", "refuse_changes"]
+__all__ = ["STATE_FREE_FIELDS", "check_same_generation", "refuse_changes"]
 
 STATE_FREE_FIELDS = ("image_size", "camera")
 """Config fields that shape only the pixel twin, never a state dataset."""
-
-
-def changed_fields(
-    recorded: dict[str, Any],
-    current: dict[str, Any],
-    free: Iterable[str] = (),
-    defaults: dict[str, Any] | None = None,
-) -> dict[str, tuple[Any, Any]]:
-    """``{field: (recorded, current)}`` of the fields that differ, ``free`` ones left out
-    (values compared as JSON data: a tuple equals the list it was recorded as).
-
-    ``defaults``: the config's default values (JSON data, nested configs as nested dicts). A
-    field the recorded config lacks, at any depth, is compared at its default: a config field
-    is added with the default that keeps the behaviour it had before it existed, so a config
-    recorded before then is that default's (e.g. a learner's ``policy_ema_tau`` 0)."""
-    now = json.loads(json.dumps(current))
-    if defaults is not None:
-        recorded = _with_defaults(recorded, json.loads(json.dumps(defaults)))
-    keys = sorted((set(recorded) | set(now)) - set(free))
-    return {k: (recorded.get(k), now.get(k)) for k in keys if recorded.get(k) != now.get(k)}
-
-
-def _with_defaults(recorded: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """``recorded`` with the fields it lacks taken from ``defaults``, recursively."""
-    out = dict(recorded)
-    for key, default in defaults.items():
-        if key not in out:
-            out[key] = default
-        elif isinstance(out[key], dict) and isinstance(default, dict):
-            out[key] = _with_defaults(out[key], default)
-    return out
 
 
 def refuse_changes(where: str | Path, changes: dict[str, tuple[Any, Any]], what: str) -> None:

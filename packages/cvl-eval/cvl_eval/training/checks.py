@@ -18,6 +18,7 @@ from cvl_algos import learner_class, offline_algorithms
 from cvl_algos.pretraining import has_pretraining_phase
 from cvl_data.jsonio import to_json_data
 from cvl_eval.errors import ConfigError, check_ranges
+from cvl_eval.runs.config_changes import changed_fields, config_defaults
 from cvl_eval.runs.folder import RunFolder, read_json
 from cvl_eval.runs.lock import LOCK_FILE, check_not_locked
 from cvl_eval.training.config import TrainConfig
@@ -255,14 +256,18 @@ def check_run_contents(
     if run.config.is_file():
         stored = _stored_train_config(run)
         current = to_json_data(config)
-        differ = sorted(
-            k
-            for k in set(stored) | set(current)
-            if k not in RESUME_FREE_FIELDS
-            and _comparable(k, stored.get(k)) != _comparable(k, current.get(k))
+        defaults = config_defaults(TrainConfig)  # fields added since the run was recorded
+        differ = changed_fields(
+            _comparable_config(stored),
+            _comparable_config(current),
+            RESUME_FREE_FIELDS,
+            _comparable_config(defaults),
         )
         if differ:
-            details = ", ".join(f"{k}: {stored.get(k)!r} -> {current.get(k)!r}" for k in differ)
+            details = ", ".join(
+                f"{k}: {stored.get(k, old)!r} -> {current.get(k)!r}"
+                for k, (old, _) in differ.items()
+            )
             raise ConfigError(f"cannot resume {run.path} with a different config ({details})")
         if identity is not None:
             check_same_data(run, config, identity)
@@ -302,6 +307,10 @@ def _stored_train_config(run: RunFolder) -> dict[str, Any]:
     if not isinstance(stored, dict):
         raise ConfigError(f"{run.config} (field 'train_config'): expected an object")
     return stored
+
+
+def _comparable_config(config: dict[str, Any]) -> dict[str, Any]:
+    return {key: _comparable(key, value) for key, value in config.items()}
 
 
 def _comparable(key: str, value: Any) -> Any:

@@ -44,7 +44,7 @@ from cvl_algos.runtime import process_settings
 from cvl_data import DatasetError, DatasetWriter, ReplayBuffer, open_committed
 from cvl_data.jsonio import package_versions
 from cvl_eval.datagen.recording import dataset_spec, open_generation, write_episode
-from cvl_eval.datagen.resume_check import changed_fields, refuse_changes
+from cvl_eval.datagen.resume_check import refuse_changes
 from cvl_eval.datagen.sac.checkpoints import (
     STATE_FILE,
     STATE_FORMAT,
@@ -56,6 +56,7 @@ from cvl_eval.datagen.sac.config import SACDataConfig, SACGenerationReport
 from cvl_eval.datagen.sac.episode import run_sac_episode
 from cvl_eval.envs.make import is_metaworld
 from cvl_eval.rollout.episode import Episode
+from cvl_eval.runs.config_changes import changed_fields, config_defaults
 
 __all__ = ["generate_sac"]
 
@@ -91,7 +92,7 @@ def _check_resumable(stored: dict[str, Any], config: SACDataConfig, where: Path)
     """The checkpointed generation (interrupted or finished) has ``config`` up to the fields that
     do not change the data; else a `ConfigError` naming the fields (`refuse_changes`). Fields
     added to the configs since ``stored`` was written count at their defaults."""
-    defaults = SACDataConfig(config.env).to_json()
+    defaults = config_defaults(SACDataConfig)
     changes = changed_fields(stored, config.to_json(), _RESUMABLE_CHANGES, defaults)
     refuse_changes(where, changes, "the SAC generation checkpointed here")
 
