@@ -60,6 +60,24 @@ def test_interrupted_generation_resumes_without_duplicates_or_gaps(tmp_path):
     np.testing.assert_array_equal(a.rewards, b.rewards)
 
 
+def test_a_dataset_recorded_before_a_config_field_existed_is_the_same_generation(tmp_path):
+    """A finished dataset whose recorded config predates a field (``goals`` removed from its
+    provenance) is reported by a rerun at the field's default and refused at another value."""
+    import dataclasses
+    import json
+
+    path = tmp_path / "reach"
+    generate_scripted(path, CONFIG, progress=False, durable=False)
+    meta = json.loads((path / "meta.json").read_text())
+    config = meta["spec"]["provenance"]["config"]
+    assert config.pop("goals") == "mt1"
+    (path / "meta.json").write_text(json.dumps(meta))
+    again = generate_scripted(path, CONFIG, progress=False)
+    assert again.resumed_from == CONFIG.num_episodes and again.returns == ()
+    with pytest.raises(ValueError, match="goals: 'mt1' -> 'random'"):
+        generate_scripted(path, dataclasses.replace(CONFIG, goals="random"), progress=False)
+
+
 def test_one_run_writes_the_state_and_the_pixel_dataset(tmp_path):
     config = ScriptedConfig("reach", num_episodes=2, max_steps=5, image_size=32)
     with pytest.raises(Interrupted):

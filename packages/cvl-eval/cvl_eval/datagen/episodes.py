@@ -12,6 +12,7 @@ config is refused before anything is written (`cvl_eval.datagen.resume_check`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ import numpy as np
 from cvl_eval.datagen.recording import dataset_spec, episode_seed, open_generation, write_episode
 from cvl_eval.datagen.resume_check import check_same_generation
 from cvl_eval.rollout.episode import Episode, run_episode
+from cvl_eval.runs.config_changes import config_defaults
 
 __all__ = ["EpisodeEnvOptions", "GenerationReport", "generate_episodes", "pending_targets"]
 
@@ -108,7 +110,8 @@ def generate_episodes(
 
     config = generation.config
     n = config.num_episodes
-    check_same_generation(_all_targets(path, pixel_path), generation.provenance)
+    defaults = config_defaults(type(config)) if dataclasses.is_dataclass(config) else None
+    check_same_generation(_all_targets(path, pixel_path), generation.provenance, defaults)
     targets, todo = pending_targets(path, pixel_path, n)
     paths = tuple(str(p) for p, _ in targets)
     if not todo:  # already complete: nothing to do

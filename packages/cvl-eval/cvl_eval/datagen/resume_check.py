@@ -37,10 +37,14 @@ def refuse_changes(where: str | Path, changes: dict[str, tuple[Any, Any]], what:
 
 
 def check_same_generation(
-    targets: Iterable[tuple[Path, str]], provenance: Callable[[str], dict[str, Any]]
+    targets: Iterable[tuple[Path, str]],
+    provenance: Callable[[str], dict[str, Any]],
+    defaults: dict[str, Any] | None = None,
 ) -> None:
     """Each existing target ``(folder, obs_kind)`` (finished or partial) records the generator
-    and config ``provenance(obs_kind)`` describes, up to the fields that do not shape it."""
+    and config ``provenance(obs_kind)`` describes, up to the fields that do not shape it;
+    ``defaults`` (`config_defaults` of the config's class) stand in for fields the record
+    predates."""
     from cvl_data import recorded_spec
 
     for path, kind in targets:
@@ -58,4 +62,4 @@ def check_same_generation(
         recorded = {"generator": stored.get("generator"), **stored["config"]}
         current = {"generator": now.get("generator"), **now["config"]}
         free = STATE_FREE_FIELDS if kind == "state" else ()
-        refuse_changes(path, changed_fields(recorded, current, free), what)
+        refuse_changes(path, changed_fields(recorded, current, free, defaults), what)
