@@ -10,7 +10,7 @@ from cvl_algos import load_learner
 from cvl_algos.cvl.config import CVLConfig
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.paper import run_paper_experiment
-from cvl_eval.pipelines.paper_presets import PaperConfig
+from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
 from cvl_eval.pipelines.quickstart import QuickstartConfig, quickstart
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
 from cvl_eval.training.config import TrainConfig
@@ -139,11 +139,21 @@ def test_sweep_refuses_a_bad_override_before_any_process(data_root, tmp_path, it
 
 
 def test_paper_refuses_a_bad_override_before_generating_data(tmp_path):
-    out = tmp_path / "paper"
-    config = PaperConfig(out_dir=str(out), overrides=("cvl:lambda_bc={oops",), progress=False)
+    out = tmp_path / "paper"  # the default experiment, metaworld_states, runs cvl_mc
+    config = PaperConfig(out_dir=str(out), overrides=("cvl_mc:lambda_bc={oops",), progress=False)
     with pytest.raises(ConfigError, match=r"lambda_bc='\{oops' is not a float"):
         run_paper_experiment(config)
     assert not out.exists()
+
+
+def test_paper_refuses_an_override_for_a_learner_it_does_not_run(tmp_path):
+    out = tmp_path / "paper"
+    config = PaperConfig(out_dir=str(out), overrides=("cvl:lambda_bc=0.5",), progress=False)
+    with pytest.raises(ConfigError, match=r"metaworld_states does not run 'cvl'.*cvl_mc"):
+        run_paper_experiment(config)
+    assert not out.exists()
+    pretrained = PaperConfig("replay", out_dir=str(out), overrides=("cvl_mc:lr=1e-4",))
+    assert resolve(pretrained)["preset"].algorithms[-1] == "cvl_mc_pretrained"  # cvl_mc: both
 
 
 def test_quickstart_refuses_a_bad_cvl_override_before_generating_data(tmp_path):
