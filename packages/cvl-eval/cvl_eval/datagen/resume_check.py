@@ -4,10 +4,11 @@ Resuming an interrupted generation appends the missing episodes, and a finished 
 reported; both are right only when the rerun asks for the data that is there. A rerun with other
 flags (``--noise-sigma 0.5`` after 0.3, another ``--seed``, another ``--kind``) would append
 episodes of another config under the old one's record, or return the old dataset as if it were
-the new one. `check_same_generation` compares (`cvl_eval.runs.config_changes.changed_fields`) the generation config recorded in each dataset's
-provenance (finished, or kept by the partial's writer) with the current one and refuses a
-difference with a `ConfigError` naming the fields, the path and the way out (another
-``--out-dir``). Fields that do not change the data are not compared.
+the new one. `check_same_generation` compares the generation config recorded in each dataset's
+provenance (finished, or kept by the partial's writer) with the current one
+(`cvl_eval.runs.config_changes.changed_fields`) and refuses a difference with a `ConfigError`
+naming the fields, the path and the way out (another ``--out-dir``). Fields that do not change
+the data are not compared.
 """
 
 from __future__ import annotations
