@@ -363,13 +363,13 @@ def _check_scoring(budget: Budget) -> None:
 def _check_scopes(overrides: tuple[str, ...], preset: Preset, experiment: str) -> None:
     """A user override scoped to a learner the experiment does not run would reach no run: a
     `ConfigError` instead of dropping it (the presets' own settings cover every learner)."""
-    from cvl_eval.pipelines.sweep_plan import sweep_variants
+    from cvl_eval.pipelines.sweep_plan import override_scope, sweep_variants
 
     variants = sweep_variants()
     learners = {variants[name].algorithm for name in preset.algorithms}
     for item in overrides:
-        head, sep, _ = item.partition(":")
-        if sep and "=" not in head and head not in learners:
+        head, _ = override_scope(item)
+        if head is not None and head not in learners:
             raise ConfigError(
                 f"--overrides {item!r}: {experiment} does not run {head!r} (its learners: "
                 f"{sorted(learners)}), so no run would use it"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
+from cvl_eval.pipelines.sweep_plan import override_scope
 
 __all__ = ["CPU_OVERRIDES", "CQL_WARM_START_CPU", "MIXED_OVERRIDES", "PIXEL_OVERRIDES"]
 
@@ -90,7 +91,7 @@ screen chose it: both CVL estimators (CVL without RFF 0.94 -> 0.99 on the screen
 
 
 PIXEL_OVERRIDES: tuple[str, ...] = tuple(
-    item for item in MIXED_OVERRIDES if item.partition(":")[2].partition("=")[0] != "policy_ema_tau"
+    item for item in MIXED_OVERRIDES if not override_scope(item)[1].startswith("policy_ema_tau=")
 )
 """The pixel preset's settings: `MIXED_OVERRIDES` without the policy's average (every learner
 acts with its trained policy, the learners' default). The average was screened at 10k steps; at

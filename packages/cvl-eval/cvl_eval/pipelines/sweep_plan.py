@@ -31,6 +31,7 @@ __all__ = [
     "SweepRun",
     "SweepVariant",
     "expand",
+    "override_scope",
     "scoped_overrides",
     "sweep_variants",
 ]
@@ -155,6 +156,15 @@ def _related_datasets(data_root: Path, task: str) -> tuple[str, ...]:
     return tuple(str(data_root / name) for name in related_tasks(task, available))
 
 
+def override_scope(item: str) -> tuple[str | None, str]:
+    """``(algorithm, setting)`` of an override: ``"cvl:lr=1e-3"`` -> ``("cvl", "lr=1e-3")``; an
+    unscoped one (``"lr=1e-3"``, or a value holding a colon) -> ``(None, item)``."""
+    head, sep, rest = item.partition(":")
+    if not sep or "=" in head:
+        return None, item
+    return head, rest
+
+
 def scoped_overrides(
     overrides: tuple[str, ...], algorithms: set[str]
 ) -> dict[str, tuple[str, ...]]:
@@ -165,8 +175,8 @@ def scoped_overrides(
     registered = offline_algorithms()
     per_algorithm: dict[str, list[str]] = {name: [] for name in sorted(algorithms)}
     for item in overrides:
-        head, sep, rest = item.partition(":")
-        if not sep or "=" in head:
+        head, rest = override_scope(item)
+        if head is None:
             for items in per_algorithm.values():
                 items.append(item)
             continue
