@@ -11,10 +11,11 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
   the replay buffer, update), the paper's DenseNet + LayerNorm torso; episodes are not written
   to disk (SB3 writes nothing either);
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
-- ``ours_compiled`` (not run by default): ``ours`` with ``compile=True`` (the losses under
-  ``torch.compile``, random draws eager's). It compiles at its first update, the last warm-up
-  frame, so its warm-up rate includes the compilation; its bounds take ``ours``'s warm-up rate
-  (the same env, acting and storing) when ``ours`` runs too;
+- ``ours_compiled`` and ``ours_mlp_compiled`` (not run by default): ``ours`` and ``ours_mlp``
+  with ``compile=True`` (the losses under ``torch.compile``, random draws eager's). They compile
+  at their first update, the last warm-up frame, so their warm-up rates include the
+  compilation; their bounds take the eager twin's warm-up rate (the same env, acting and
+  storing) when the twin runs too;
 - ``sb3``: ``stable_baselines3.SAC("MlpPolicy", net_arch=hidden, batch_size=batch,
   train_freq=1, gradient_steps=1, learning_starts=warm-up)``, continued with
   ``learn(100, reset_num_timesteps=False)`` per turn. SB3 clips no gradients; ours clips at 100.
@@ -115,8 +116,8 @@ def our_collection(
     from cvl_eval.datagen.sac.config import SACDataConfig
     from cvl_eval.envs.make import make_env
 
-    torso = {"torso": "mlp"} if name == "ours_mlp" else {}  # else the default, DenseNet
-    compile_ = {"compile": True} if name == "ours_compiled" else {}
+    torso = {"torso": "mlp"} if name.startswith("ours_mlp") else {}  # else the default, DenseNet
+    compile_ = {"compile": True} if name.endswith("_compiled") else {}
     sac = SACConfig(hidden=hidden, batch_size=batch_size, lr=LR, **torso, **compile_)
     config = SACDataConfig(
         TASK,
@@ -237,7 +238,8 @@ def print_table(
     for name, values in steady.items():
         median = statistics.median(values)
         # the compiled contender's warm-up includes its compilation (module docstring)
-        warm = warmup["ours"] if name == "ours_compiled" and "ours" in warmup else warmup[name]
+        eager = name.removesuffix("_compiled")
+        warm = warmup[eager] if eager != name and eager in warmup else warmup[name]
         flop_bound = 1.0 / (flops[name] / peak + 1.0 / warm)
         replay_bound = 1.0 / (replay[name] + 1.0 / warm)
         bounds[name] = (flop_bound, replay_bound)
@@ -260,6 +262,8 @@ def print_ratios(steady, steady_cpu, bounds) -> None:
         ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
         ("ours_compiled", "sb3", "ours DenseNet compiled / SB3 (plain MLP)"),
         ("ours_compiled", "ours", "ours DenseNet compiled / eager"),
+        ("ours_mlp_compiled", "sb3", "ours plain MLP compiled / SB3 (plain MLP)"),
+        ("ours_mlp_compiled", "ours_mlp", "ours plain MLP compiled / eager"),
     )
     print(f"\n{'':<46}{'ratio':>7}{'ceiling':>9}{'replay ceiling':>16}{'cpu ratio':>11}")
     for ours, theirs, label in pairs:
@@ -282,9 +286,9 @@ def main() -> None:
         "--contenders",
         nargs="+",
         default=["ours", "ours_mlp", "sb3"],
-        choices=["ours", "ours_mlp", "ours_compiled", "sb3"],
+        choices=["ours", "ours_mlp", "ours_compiled", "ours_mlp_compiled", "sb3"],
         help="ours: the DenseNet+LayerNorm torso (default); ours_mlp: the plain MLP torso; "
-        "ours_compiled: ours with compile=True",
+        "*_compiled: the same with compile=True",
     )
     parser.add_argument(
         "--hidden", type=int, nargs="+", default=list(HIDDEN), help="hidden widths, all nets"
