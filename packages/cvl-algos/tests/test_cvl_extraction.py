@@ -43,6 +43,10 @@ VARIANTS = [
     ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_fixed_std": 0.5}),
     ("cvl", {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 2.0}),
     ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 2.0, "self_normalized": True}),
+    (
+        "cvl_mc",
+        {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 1.0, "bc_q_weight_baseline": "mode"},
+    ),
 ]
 
 
@@ -156,34 +160,65 @@ def test_q_weights_match_naive_reference(q: list, beta: float, scale: float, off
     torch.testing.assert_close(q_weights(q_t, 0.0), torch.ones_like(q_t))
 
 
-def test_ddpg_bc_q_weighted_matches_naive_reference() -> None:
+@pytest.mark.parametrize("baseline", ["none", "mode"])
+def test_ddpg_bc_q_weighted_matches_naive_reference(baseline: str) -> None:
     """With ``q_weight_beta`` the behaviour term is -mean_b w_b log pi(a_b|s_b), w from Q at the
-    data's own actions (`q_weights`); the Q term is unchanged."""
+    data's own actions (`q_weights`), minus Q at the policy's mode with the "mode" baseline; the
+    Q term is unchanged."""
     _, policy, _ = make_nets(3)
     batch = make_batch(6, seed=5)
     alpha, beta = 0.3, 2.0
-    loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, alpha=alpha, q_weight_beta=beta)
+    loss, metrics = ddpg_bc_policy_loss(
+        policy, linear_q, batch, alpha=alpha, q_weight_beta=beta, q_weight_baseline=baseline
+    )
     qs, q_data, log_probs = [], [], []
     for b in range(6):
         obs = batch.obs_t[b : b + 1]
         qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
         q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
         log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
-    q, weights = torch.stack(qs), q_weights(torch.stack(q_data), beta)
+    q, q_data = torch.stack(qs), torch.stack(q_data)
+    weights = q_weights(q_data - q if baseline == "mode" else q_data, beta)
     bc = -(weights * torch.stack(log_probs)).mean()
     torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
     torch.testing.assert_close(metrics["policy_bc"], bc)
     assert weights.max() > 1.2  # the data pairs are weighed unequally
 
 
-@pytest.mark.parametrize("q_weight_beta", [0.0, 2.0])
+def test_ddpg_bc_mode_baseline_ignores_the_states_value() -> None:
+    """Adding any function of the state alone to Q leaves the "mode" baseline's weights, hence
+    its behaviour term, unchanged; the unbaselined weights change (they favour the state)."""
+    _, policy, _ = make_nets(3)
+    batch = make_batch(6, seed=5)
+
+    def shifted_q(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return linear_q(obs, actions) + 5.0 * obs[:, 1].square() + 2.0 * obs[:, 2]
+
+    bcs = {
+        (name, baseline): ddpg_bc_policy_loss(
+            policy, q_fn, batch, q_weight_beta=2.0, q_weight_baseline=baseline
+        )[1]["policy_bc"]
+        for name, q_fn in (("linear", linear_q), ("shifted", shifted_q))
+        for baseline in ("none", "mode")
+    }
+    torch.testing.assert_close(bcs["linear", "mode"], bcs["shifted", "mode"])
+    assert not torch.allclose(bcs["linear", "none"], bcs["shifted", "none"])
+
+
+@pytest.mark.parametrize("q_weight_beta, baseline", [(0.0, "none"), (2.0, "none"), (2.0, "mode")])
 @pytest.mark.parametrize("estimator", ["rff", "mc"])
-def test_ddpg_bc_gradient_isolation_and_no_mutation(estimator: str, q_weight_beta: float) -> None:
+def test_ddpg_bc_gradient_isolation_and_no_mutation(
+    estimator: str, q_weight_beta: float, baseline: str
+) -> None:
     critic, policy, rff = make_nets()
     batch = make_batch(6)
     before = clone_batch(batch)
     loss, _ = ddpg_bc_policy_loss(
-        policy, q_fns(critic, rff, batch)[estimator], batch, q_weight_beta=q_weight_beta
+        policy,
+        q_fns(critic, rff, batch)[estimator],
+        batch,
+        q_weight_beta=q_weight_beta,
+        q_weight_baseline=baseline,
     )
     loss.backward()
     assert all(p.grad is None for p in critic.parameters())
@@ -317,3 +352,15 @@ def test_config_refuses_what_does_not_fit() -> None:
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_q_weight_beta=-1)
     with pytest.raises(ValueError, match="bc_q_weight_beta .* with 'flow'"):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", bc_q_weight_beta=1)
+    with pytest.raises(ValueError, match="bc_q_weight_baseline must be 'none' or 'mode'"):
+        make_learner(
+            "cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_q_weight_baseline="v"
+        )
+    with pytest.raises(ValueError, match="'mode' with bc_q_weight_beta > 0"):
+        make_learner(
+            "cvl_mc",
+            (OBS_DIM,),
+            ACTION_DIM,
+            policy_extraction="ddpgbc",
+            bc_q_weight_baseline="mode",
+        )

@@ -147,6 +147,10 @@ class CVLConfig:
     """"ddpgbc": 0 weighs every data pair's behaviour term alike; beta > 0 weighs pair b by
     ``B softmax_b(beta z_b)``, z the batch-standardised Q(s_b, a_b) (`q_weights`), so the term
     clones the data the critic values (reward-weighted regression with Q; not in the paper)."""
+    bc_q_weight_baseline: str = "none"
+    """"ddpgbc" with bc_q_weight_beta > 0: "none" standardises Q(s_b, a_b) itself; "mode"
+    standardises the advantage over the policy's mode action, Q(s_b, a_b) - Q(s_b, mode(s_b)),
+    so the weight favours a pair's action, not its state's value (not in the paper)."""
     flow_steps: int = 10
     """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
     flow_select_samples: int = 32
@@ -249,6 +253,14 @@ class CVLConfig:
             raise ValueError(
                 f"bc_q_weight_beta must be >= 0 with policy_extraction='ddpgbc' (0 elsewhere), "
                 f"got {self.bc_q_weight_beta!r} with {self.policy_extraction!r}"
+            )
+        if self.bc_q_weight_baseline not in ("none", "mode") or (
+            self.bc_q_weight_baseline == "mode" and not self.bc_q_weight_beta > 0.0
+        ):
+            raise ValueError(
+                f"bc_q_weight_baseline must be 'none' or 'mode' ('mode' with bc_q_weight_beta > "
+                f"0), got {self.bc_q_weight_baseline!r} with bc_q_weight_beta "
+                f"{self.bc_q_weight_beta!r}"
             )
         if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
             raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")

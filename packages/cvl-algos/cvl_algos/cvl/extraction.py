@@ -66,6 +66,7 @@ def ddpg_bc_policy_loss(
     alpha: float = 1.0,
     fixed_std: float | None = None,
     q_weight_beta: float = 0.0,
+    q_weight_baseline: str = "none",
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -79,8 +80,11 @@ def ddpg_bc_policy_loss(
     actor with ``const_std=True``: sigma = 1, a pull that does not stiffen); the learned std then
     gets no gradient. With ``q_weight_beta`` > 0 the behaviour term is weighted per data pair by
     `q_weights` of the detached Q(s_b, a_b), ``-sum_b w_b log pi(a_b|s_b) / sum_b w_b``
-    (reward-weighted regression with the critic's Q; one more critic pass). Only the policy
-    gets gradients.
+    (reward-weighted regression with the critic's Q; one more critic pass). With
+    ``q_weight_baseline="mode"`` the weights are `q_weights` of the advantage over the policy's
+    mode, ``Q(s_b, a_b) - Q(s_b, tanh(mean(s_b)))`` (detached), so a pair is not favoured for its
+    state's value, only for its action's (advantage-weighted regression with the mode as the
+    baseline, Peng et al. 2019 use V). Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -99,7 +103,10 @@ def ddpg_bc_policy_loss(
         log_prob_data = -squared / (2.0 * fixed_std**2)
     if q_weight_beta:
         with torch.no_grad():
-            weights = q_weights(q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0], q_weight_beta)
+            q_data = q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
+            if q_weight_baseline == "mode":
+                q_data = q_data - q.detach()
+            weights = q_weights(q_data, q_weight_beta)
         bc = weighted_log_likelihood(log_prob_data, weights)
     else:
         bc = -log_prob_data.mean()

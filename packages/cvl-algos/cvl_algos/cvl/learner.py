@@ -58,6 +58,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
             "alpha": cfg.bc_alpha,
             "fixed_std": cfg.bc_fixed_std,
             "q_weight_beta": cfg.bc_q_weight_beta,
+            "q_weight_baseline": cfg.bc_q_weight_baseline,
         }
     if cfg.policy_extraction == "flow":
         return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
