@@ -1,7 +1,8 @@
 """`sweep --backend ray` on a real local Ray instance (no mocks): 2 algorithms x 2 seeds at a
 tiny budget, killed mid-way and restarted (finished runs skipped, the interrupted run resumed
 from its checkpoint, the rest completed, the index written); a failed run reported with its
-error while the others complete."""
+error while the others complete; a SIGTERM to the sweep's process runs its cleanup with Ray
+started."""
 
 import dataclasses
 import json
@@ -9,10 +10,13 @@ import multiprocessing
 import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
 from cvl_eval.pipelines.sweep import SweepConfig, sweep
+from cvl_eval.pipelines.sweep_local import exit_on_sigterm
+from cvl_eval.pipelines.sweep_ray import RayBackend
 from cvl_eval.runs.folder import RESULTS_FILE
 
 
@@ -102,3 +106,32 @@ def test_a_failed_ray_run_is_reported_and_the_others_complete(data_root, tmp_pat
     assert failed["run"] == str(broken) and failed["exitcode"] == 1
     assert failed["error"].startswith("cvl_data.errors.DatasetError: ")
     assert "Traceback (most recent call last)" in (broken / "train.log").read_text()
+
+
+def _hold_a_local_ray(marker: str) -> None:
+    """A sweep's process in miniature: the sweep's SIGTERM handler, then a local Ray instance,
+    then work whose ``finally`` must run when the process is told to stop."""
+    exit_on_sigterm()
+    with RayBackend(None, 1, 0, 1):
+        Path(marker + ".ready").touch()
+        try:
+            while True:
+                time.sleep(0.05)
+        finally:
+            Path(marker).write_text("stopped")
+
+
+def test_sigterm_after_ray_starts_runs_the_sweeps_cleanup(tmp_path):
+    """Ray's core worker aborts the process on SIGTERM (exit -6) unless the sweep's handler is
+    put back after ``ray.init``; the cleanup is what cancels the runs and waits for them."""
+    marker = tmp_path / "stopped"
+    process = multiprocessing.get_context("spawn").Process(
+        target=_hold_a_local_ray, args=(str(marker),)
+    )
+    process.start()
+    ready = Path(str(marker) + ".ready")
+    assert _wait_for(ready.exists, process, 300), process.exitcode
+    process.terminate()
+    process.join(120)
+    assert process.exitcode is not None and process.exitcode != -6, process.exitcode
+    assert marker.read_text() == "stopped"

@@ -18,7 +18,9 @@ Ray is an optional dependency (the ``ray`` extra of cvl-eval), imported only her
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -97,6 +99,7 @@ class RayBackend:
         ray = self.ray
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         if not ray.is_initialized():
+            sigterm = signal.getsignal(signal.SIGTERM)
             if self.address is None:
                 # Ray starts its workers at niceness 15: next to other busy processes a run then
                 # starves (importing torch took 98 s instead of 4.5 s beside a 2-process sweep
@@ -112,6 +115,7 @@ class RayBackend:
             else:
                 ray.init(address=self.address, log_to_driver=False)
             self._started = True
+            _restore_sigterm(sigterm)
         self._task = ray.remote(_train_run).options(
             num_cpus=self.num_cpus, num_gpus=self.num_gpus, name="cvl-train"
         )
@@ -152,6 +156,15 @@ class RayBackend:
                     ray.cancel(ref)
                 ray.wait(list(in_flight), num_returns=len(in_flight), timeout=_STOP_TIMEOUT_S)
                 self._stopping = [runs[index][0].out_dir for index in in_flight.values()]
+
+
+def _restore_sigterm(handler: Any) -> None:
+    """Put back the SIGTERM handler that was in place before ``ray.init``. Ray's core worker
+    installs a C-level failure handler for SIGTERM that aborts the process (exit -6), so
+    without this a SIGTERM to the sweep skipped its ``finally``: no cancellation, no wait for
+    the runs to checkpoint and stop, and a sweep restarted at once found their folders in use."""
+    if handler is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _wait_until_unlocked(run_dirs: list[str], timeout: float) -> None:
