@@ -107,7 +107,7 @@ def main() -> None:
     temperature = args.temperature or cfg.temperature
     dataset = open_dataset(args.dataset)
     phi, psi, reward = latents(learner, dataset, args.anchors, args.futures, args.seed)
-    kinds = [("trig", False), ("trig", True), ("positive", False), ("positive", True)]
+    kinds = [(k, orth) for k in ("trig", "positive", "oprf") for orth in (False, True)]
     direct, rows = compare(
         phi,
         psi,

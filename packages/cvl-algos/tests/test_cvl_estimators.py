@@ -28,6 +28,7 @@ VARIANTS = [
     ("cvl", {"rff_kind": "positive"}),
     ("cvl", {"rff_kind": "positive", "rff_orthogonal": True, "self_normalized": True}),
     ("cvl", {"rff_orthogonal": True}),
+    ("cvl", {"rff_kind": "oprf", "self_normalized": True, "temperature": 0.2}),
     ("cvl_mc", {"critic_objective": "binary"}),
 ]
 

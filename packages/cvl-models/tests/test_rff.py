@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cvl_models import RandomFourierFeatures
-from cvl_models.rff import PositiveRandomFeatures, gaussian_rows, make_random_features
+from cvl_models.rff import PositiveRandomFeatures, gaussian_rows, make_random_features, oprf_a
 
 
 def _unit_vectors(rng: np.random.Generator, n: int, d: int) -> torch.Tensor:
@@ -188,6 +188,91 @@ def test_positive_features_match_naive_formula():
     assert set(prf.state_dict()) == {"W"} and list(prf.parameters()) == []
 
 
+# ------------------------------------------------ optimal positive features (OPRF, A < 0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    d=st.integers(2, 10),
+    tau=st.floats(0.5, 2.0),
+    a=st.floats(-0.5, 0.1),
+    seed=st.integers(0, 2**31 - 1),
+    relation=st.sampled_from(["random", "same"]),
+)
+def test_oprf_features_are_positive_and_unbiased_for_every_a(d, tau, a, seed, relation):
+    """mean over M draws of F_A(x).F_A(y) -> exp(x.y / tau) for every A < 1/8."""
+    num_draws = 8192
+    rng = np.random.default_rng(seed)
+    x, y = _unit_vectors(rng, 2, d).float()
+    y = {"random": y, "same": x}[relation]
+    prf = PositiveRandomFeatures(d, num_draws, temperature=tau, seed=seed, a=a)
+    feats = prf(torch.stack([x, y]).double()) * math.sqrt(num_draws)
+    assert bool((feats > 0).all())
+    estimates = feats[0] * feats[1]
+    target = math.exp(float(x.double() @ y.double()) / tau)
+    std_err = float(estimates.std()) / math.sqrt(num_draws)
+    assert abs(float(estimates.mean()) - target) < 5.0 * std_err + 1e-6
+
+
+def test_oprf_features_match_naive_formula():
+    a = -0.3
+    prf = PositiveRandomFeatures(3, 5, temperature=0.5, seed=2, a=a)
+    x = [0.3, -0.2, 0.9]
+    w = prf.W.double().tolist()
+    xs = [v / math.sqrt(0.5) for v in x]
+    expected = [
+        (1 - 4 * a) ** (3 / 4)
+        * math.exp(
+            a * sum(v * v for v in w[i])
+            + math.sqrt(1 - 4 * a) * sum(w[i][j] * xs[j] for j in range(3))
+            - 0.5 * sum(v * v for v in xs)
+        )
+        / math.sqrt(5)
+        for i in range(5)
+    ]
+    out = prf(torch.tensor([x], dtype=torch.float64))[0]
+    torch.testing.assert_close(out, torch.tensor(expected, dtype=torch.float64))
+    assert set(prf.state_dict()) == {"W"} and list(prf.parameters()) == []
+    with pytest.raises(ValueError, match="a must be < 1/8"):
+        PositiveRandomFeatures(3, 5, a=0.125)
+
+
+@settings(max_examples=20, deadline=None)
+@given(d=st.integers(1, 128), s=st.floats(0.0, 200.0))
+def test_oprf_a_minimises_the_second_moment(d, s):
+    """`oprf_a` is the minimiser over A < 1/8 of the log second moment
+    d ln(1-4A) - d/2 ln(1-8A) + 2 (1-4A) s / (1-8A) (a dense grid search agrees)."""
+
+    def log_m2(a: np.ndarray) -> np.ndarray:
+        return d * np.log1p(-4 * a) - 0.5 * d * np.log1p(-8 * a) + 2 * (1 - 4 * a) * s / (1 - 8 * a)
+
+    best = oprf_a(d, s)
+    assert best <= 0.0
+    grid = np.linspace(-20.0, 0.1249, 400_001)
+    assert log_m2(np.array([best]))[0] <= log_m2(grid).min() + 1e-6
+    assert oprf_a(d, 0.0) == 0.0  # at s = 0 FAVOR+ (A = 0) is the optimum
+
+
+def test_oprf_lowers_the_error_at_aligned_pairs():
+    """At a low temperature the aligned pairs, which dominate a self-normalised estimate, get a
+    lower mean squared error from OPRF than from FAVOR+ (same draws of W)."""
+    d, num_features, tau = 8, 256, 0.25
+    rng = np.random.default_rng(3)
+    x = _unit_vectors(rng, 64, d).double()
+    noise = _unit_vectors(rng, 64, d).double()
+    y = torch.nn.functional.normalize(x + 0.1 * noise, dim=-1)
+    target = torch.exp((x * y).sum(-1) / tau)
+
+    def mse(kind: str) -> float:
+        errors = []
+        for seed in range(40):
+            f = make_random_features(kind, d, num_features, tau, seed).double()
+            errors.append(((f(x) * f(y)).sum(-1) - target) / target)
+        return float(torch.cat(errors).square().mean())
+
+    assert mse("oprf") < 0.5 * mse("positive")
+
+
 def test_orthogonal_rows_are_orthogonal_in_blocks_and_gaussian_in_norm():
     d = 6
     rows = gaussian_rows(600, d, torch.Generator().manual_seed(0), orthogonal=True).double()
@@ -202,7 +287,7 @@ def test_orthogonal_rows_are_orthogonal_in_blocks_and_gaussian_in_norm():
     assert abs(float(rows.mean())) < 0.05
 
 
-@pytest.mark.parametrize("kind", ["trig", "positive"])
+@pytest.mark.parametrize("kind", ["trig", "positive", "oprf"])
 def test_orthogonal_features_have_lower_error(kind):
     """Orthogonal rows lower the estimators' mean squared error (Yu et al. 2016)."""
     d, num_features, tau = 8, 64, 1.0

@@ -98,10 +98,11 @@ class CVLConfig:
     paper). The random-feature estimator is linear in the weights and cannot take it."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
-    rff_kind: Literal["trig", "positive"] = "trig"
+    rff_kind: Literal["trig", "positive", "oprf"] = "trig"
     """Random features of eq. 12: "trig", the paper's cosines (lemma 1); "positive", FAVOR+'s
     positive features (Choromanski et al. 2021; never negative, so the self-normalised
-    denominator stays positive; `cvl_models.rff`)."""
+    denominator stays positive; `cvl_models.rff`); "oprf", optimal positive random features
+    (Likhosherstov et al. 2022; positive too, with the variance at aligned pairs minimised)."""
     rff_orthogonal: bool = False
     """Draw the random features' directions in orthogonal blocks (lower variance; not in the
     paper)."""
@@ -227,8 +228,10 @@ class CVLConfig:
                 "critic_objective='td_infonce' bootstraps from the policy's action; "
                 "policy_extraction='flow_select' trains no policy to evaluate (use 'flow')"
             )
-        if self.rff_kind not in ("trig", "positive"):
-            raise ValueError(f"rff_kind must be 'trig' or 'positive', got {self.rff_kind!r}")
+        if self.rff_kind not in ("trig", "positive", "oprf"):
+            raise ValueError(
+                f"rff_kind must be 'trig', 'positive' or 'oprf', got {self.rff_kind!r}"
+            )
         if self.policy_extraction not in EXTRACTIONS:
             raise ValueError(
                 f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"
