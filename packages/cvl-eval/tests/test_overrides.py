@@ -2,6 +2,7 @@
 ``normalize_q=False`` is False (it used to be the truthy string "False"), and a value that does
 not parse (``lambda_bc={oops``, ``lr=1e-3x``) stops train, sweep, paper and quickstart at once."""
 
+import dataclasses
 import json
 
 import pytest
@@ -138,6 +139,16 @@ def test_sweep_refuses_a_bad_override_before_any_process(data_root, tmp_path, it
     assert not out.exists()
 
 
+def test_sweep_refuses_an_override_for_a_learner_it_does_not_run(data_root, tmp_path):
+    out = tmp_path / "sweep"
+    config = dataclasses.replace(
+        _sweep_config(data_root, out, ("cql:cql_alpha=1.0",)), algorithms=("bc", "cvl")
+    )
+    with pytest.raises(ConfigError, match=r"'cql:cql_alpha=1.0': the sweep does not run 'cql'"):
+        sweep(config, progress=False)
+    assert not out.exists()
+
+
 def test_paper_refuses_a_bad_override_before_generating_data(tmp_path):
     out = tmp_path / "paper"  # the default experiment, metaworld_states, runs cvl_mc
     config = PaperConfig(out_dir=str(out), overrides=("cvl_mc:lambda_bc={oops",), progress=False)
@@ -149,7 +160,7 @@ def test_paper_refuses_a_bad_override_before_generating_data(tmp_path):
 def test_paper_refuses_an_override_for_a_learner_it_does_not_run(tmp_path):
     out = tmp_path / "paper"
     config = PaperConfig(out_dir=str(out), overrides=("cvl:lambda_bc=0.5",), progress=False)
-    with pytest.raises(ConfigError, match=r"metaworld_states does not run 'cvl'.*cvl_mc"):
+    with pytest.raises(ConfigError, match=r"does not run 'cvl' \(its learners: .*'cvl_mc'"):
         run_paper_experiment(config)
     assert not out.exists()
     pretrained = PaperConfig("replay", out_dir=str(out), overrides=("cvl_mc:lr=1e-4",))

@@ -360,28 +360,11 @@ def _check_scoring(budget: Budget) -> None:
         )
 
 
-def _check_scopes(overrides: tuple[str, ...], preset: Preset, experiment: str) -> None:
-    """A user override scoped to a learner the experiment does not run would reach no run: a
-    `ConfigError` instead of dropping it (the presets' own settings cover every learner)."""
-    from cvl_eval.pipelines.sweep_plan import override_scope, sweep_variants
-
-    variants = sweep_variants()
-    learners = {variants[name].algorithm for name in preset.algorithms}
-    for item in overrides:
-        head, _ = override_scope(item)
-        if head is not None and head not in learners:
-            raise ConfigError(
-                f"--overrides {item!r}: {experiment} does not run {head!r} (its learners: "
-                f"{sorted(learners)}), so no run would use it"
-            )
-
-
 def resolve(config: PaperConfig) -> dict[str, Any]:
     """The preset with the budget and explicit overrides applied (what will run)."""
     if config.experiment not in PRESETS:
         raise ConfigError(f"unknown experiment {config.experiment!r}; choose from {list(PRESETS)}")
     preset = PRESETS[config.experiment]
-    _check_scopes(config.overrides, preset, config.experiment)
     budget = preset.full if config.full else preset.default
     changes = {
         k: getattr(config, k)

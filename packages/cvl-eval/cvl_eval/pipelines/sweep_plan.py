@@ -169,9 +169,9 @@ def scoped_overrides(
     overrides: tuple[str, ...], algorithms: set[str]
 ) -> dict[str, tuple[str, ...]]:
     """The sweep's overrides that apply to each of ``algorithms``: the unscoped ones and
-    ``algorithm:...``, in the order given; each split once, checked (a scope names a registered
-    algorithm; a value converts to its field's type, `typed_overrides`) before any dataset is
-    read."""
+    ``algorithm:...``, in the order given; each split once, checked (a scope names one of
+    ``algorithms``, which reaches a run; a value converts to its field's type,
+    `typed_overrides`) before any dataset is read."""
     registered = offline_algorithms()
     per_algorithm: dict[str, list[str]] = {name: [] for name in sorted(algorithms)}
     for item in overrides:
@@ -185,8 +185,13 @@ def scoped_overrides(
                 f"override {item!r}: {head!r} is not an offline algorithm; scope with one of "
                 f"{list(registered)} (cvl: also covers cvl_pretrained)"
             )
-        if head in per_algorithm:
-            per_algorithm[head].append(rest)
+        if head not in per_algorithm:
+            raise ConfigError(
+                f"override {item!r}: the sweep does not run {head!r} (its learners: "
+                f"{sorted(per_algorithm)}), so no run would use it; add it to the algorithms "
+                "or drop the override"
+            )
+        per_algorithm[head].append(rest)
     for name, items in per_algorithm.items():
         typed_overrides(learner_class(name).config_cls, tuple(items), name)
     return {name: tuple(items) for name, items in per_algorithm.items()}
