@@ -44,7 +44,9 @@ of one feature's product at ``s = |x' + y'|^2`` is
 root of ``16 d A^2 + (4 s - 2 d) A - s = 0`` (`oprf_a`). A self-normalised estimate is
 dominated by the most aligned pairs, so ``"oprf"`` takes ``A`` at ``s = 4 / tau`` (unit
 vectors, ``x = y``): at ``d = 64, tau = 0.1`` ``A = -0.214``, and the second moment at aligned
-pairs falls by a factor ``e^17.5`` against FAVOR+'s.
+pairs falls by a factor ``e^17.5`` against FAVOR+'s. Measured on trained critics
+(docs/results.md, "Optimal positive random features and a smaller latent"), that does not
+improve the ranking of Q at ``d = 64``; at ``d = 32`` and ``16`` it does.
 """
 
 from __future__ import annotations
