@@ -41,6 +41,8 @@ def _config(data_root, out, **kw):
         tensorboard=False,
     )
     base.update(kw)
+    if "overrides" not in kw and not {"cvl", "cvl_pretrained"} & set(base["algorithms"]):
+        base["overrides"] = ()  # a sweep refuses settings for a learner it does not run
     return SweepConfig(**base)
 
 
