@@ -29,7 +29,7 @@ import torch
 from scipy.stats import spearmanr
 
 from cvl_algos import load_learner
-from cvl_algos.cvl.q import q_direct_from_latents, q_rff, xi_estimate
+from cvl_algos.cvl.q import q_direct_from_latents, q_rff, xi_estimate, xi_zeta_estimate
 from cvl_data import ContrastiveSampler, open_dataset
 from cvl_data.jsonio import write_json_atomic
 from cvl_models.rff import make_random_features
@@ -79,8 +79,10 @@ def compare(phi, psi, reward, temperature, self_normalized, kinds, features, rep
             stats = []
             for rep in range(repeats):
                 f = make_random_features(kind, phi.shape[1], num, temperature, rep, orthogonal)
-                xi = xi_estimate(f, psi, reward)
-                zeta = xi_estimate(f, psi, torch.ones_like(reward)) if self_normalized else None
+                if self_normalized:
+                    xi, zeta = xi_zeta_estimate(f, psi, reward)
+                else:
+                    xi, zeta = xi_estimate(f, psi, reward), None
                 approx = q_rff(f, phi, xi, discount, zeta)
                 rho = spearmanr(approx.numpy(), direct.numpy()).statistic
                 rel = ((approx - direct).abs() / direct.abs().clamp_min(1e-12)).median()

@@ -24,9 +24,11 @@ from cvl_algos.cvl import (
     rff_q_fn,
     xi_ema,
     xi_estimate,
+    xi_zeta_estimate,
 )
 from cvl_data import ContrastiveBatch
 from cvl_models import ContrastiveCritic, RandomFourierFeatures, TanhGaussianPolicy
+from cvl_models.rff import make_random_features
 
 OBS_DIM, ACTION_DIM, LATENT = 5, 2, 8
 HIDDEN = (16, 16)
@@ -210,6 +212,19 @@ def test_xi_estimate_and_ema_against_naive() -> None:
     torch.testing.assert_close(xi_ema(xi, estimate, 0.0), estimate)
     torch.testing.assert_close(xi_ema(xi, estimate, 0.75), 0.75 * xi + 0.25 * estimate)
     torch.testing.assert_close(xi, xi_before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["trig", "positive", "oprf"])
+def test_xi_zeta_estimate_is_bit_equal_to_two_xi_estimates(kind: str) -> None:
+    """One evaluation of the features gives what two did: xi with the rewards, zeta with ones
+    (the learner's self-normalised xi step)."""
+    gen = torch.Generator().manual_seed(4)
+    rff = make_random_features(kind, 6, 64, temperature=0.1, seed=2)
+    psi = torch.nn.functional.normalize(torch.randn(17, 6, generator=gen), dim=1)
+    reward = torch.randn(17, generator=gen)
+    xi, zeta = xi_zeta_estimate(rff, psi, reward)
+    assert torch.equal(xi, xi_estimate(rff, psi, reward))
+    assert torch.equal(zeta, xi_estimate(rff, psi, torch.ones_like(reward)))
 
 
 # ----------------------------------------------------------------------- policy loss (eq. 13-15)

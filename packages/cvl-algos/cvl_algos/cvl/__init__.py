@@ -20,6 +20,7 @@ from cvl_algos.cvl.q import (
     weighted_expectile,
     xi_ema,
     xi_estimate,
+    xi_zeta_estimate,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "weighted_expectile",
     "xi_ema",
     "xi_estimate",
+    "xi_zeta_estimate",
 ]

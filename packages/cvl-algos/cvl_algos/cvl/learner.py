@@ -78,6 +78,7 @@ from cvl_algos.cvl.q import (
     rff_q_fn,
     xi_ema,
     xi_estimate,
+    xi_zeta_estimate,
 )
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
@@ -284,13 +285,14 @@ class CVLLearner(PretrainingLearner):
         """xi EMA of eq. 12 from this batch's psi_target features and arrival rewards."""
         state = self.xi_state
         first = state.count == 0
-        estimate = xi_estimate(self.rff, psi_future, reward_future)
-        averaged = xi_ema(state.xi, estimate, self.config.beta_xi)
-        state.xi.copy_(torch.where(first, estimate, averaged))
-        if state.zeta is not None:
-            estimate = xi_estimate(self.rff, psi_future, torch.ones_like(reward_future))
-            averaged = xi_ema(state.zeta, estimate, self.config.beta_xi)
-            state.zeta.copy_(torch.where(first, estimate, averaged))
+        if state.zeta is None:
+            pairs = [(state.xi, xi_estimate(self.rff, psi_future, reward_future))]
+        else:
+            estimates = xi_zeta_estimate(self.rff, psi_future, reward_future)
+            pairs = list(zip((state.xi, state.zeta), estimates))
+        for buffer, estimate in pairs:
+            averaged = xi_ema(buffer, estimate, self.config.beta_xi)
+            buffer.copy_(torch.where(first, estimate, averaged))
         state.count.add_(1)
         return {"xi_norm": torch.linalg.vector_norm(state.xi)}
 

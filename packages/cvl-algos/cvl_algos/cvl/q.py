@@ -134,13 +134,29 @@ def q_direct(
 
 def xi_estimate(rff: nn.Module, psi_future: Tensor, reward_future: Tensor) -> Tensor:
     """One batch's estimate of xi (eq. 12): ``mean_j F(psi_target(s+_j)) r_j``, shape (D,)."""
-    assert psi_future.ndim == 2, psi_future.shape
-    assert reward_future.shape == psi_future.shape[:1], (
-        reward_future.shape,
-        psi_future.shape,
-    )
+    _check_futures(psi_future, reward_future)
+    return _weighted_feature_mean(rff(psi_future), reward_future)
+
+
+def xi_zeta_estimate(
+    rff: nn.Module, psi_future: Tensor, reward_future: Tensor
+) -> tuple[Tensor, Tensor]:
+    """One batch's estimates of xi and of the self-normalised estimator's ``zeta`` (`q_rff`):
+    ``(mean_j F(psi_j) r_j, mean_j F(psi_j))``, each (D,), from one evaluation of the features
+    (equal, bit for bit, to `xi_estimate` with the rewards and with ones)."""
+    _check_futures(psi_future, reward_future)
     features = rff(psi_future)
-    weighted = features * reward_future.to(features.dtype)[:, None]
+    return _weighted_feature_mean(features, reward_future), reduce(features, "m k -> k", "mean")
+
+
+def _check_futures(psi_future: Tensor, reward_future: Tensor) -> None:
+    assert psi_future.ndim == 2, psi_future.shape
+    assert reward_future.shape == psi_future.shape[:1], (reward_future.shape, psi_future.shape)
+
+
+def _weighted_feature_mean(features: Tensor, weight: Tensor) -> Tensor:
+    """``mean_j features_j w_j``, (D,)."""
+    weighted = features * weight.to(features.dtype)[:, None]
     return reduce(weighted, "m k -> k", "mean")
 
 
