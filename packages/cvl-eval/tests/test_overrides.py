@@ -14,6 +14,7 @@ from cvl_eval.pipelines.paper import run_paper_experiment
 from cvl_eval.pipelines.paper_presets import PaperConfig, resolve
 from cvl_eval.pipelines.quickstart import QuickstartConfig, quickstart
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
+from cvl_eval.pipelines.sweep_plan import overrides_of_learners_run
 from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.loop import train
 from cvl_eval.training.overrides import typed_overrides
@@ -147,6 +148,20 @@ def test_sweep_refuses_an_override_for_a_learner_it_does_not_run(data_root, tmp_
     with pytest.raises(ConfigError, match=r"'cql:cql_alpha=1.0': the sweep does not run 'cql'"):
         sweep(config, progress=False)
     assert not out.exists()
+
+
+def test_overrides_of_learners_run_keep_the_unscoped_and_those_of_the_learners_run(
+    data_root, tmp_path
+):
+    shared = ("lr=1e-3", "cql:cql_alpha=1.0", "cvl:latent_dim=8", "iql:beta=3.0", "bc:lr=3e-4")
+    # a pretrained variant's settings are its learner's
+    kept = overrides_of_learners_run(shared, ("bc", "cvl_pretrained"))
+    assert kept == ("lr=1e-3", "cvl:latent_dim=8", "bc:lr=3e-4")
+    assert overrides_of_learners_run(shared, ("iql",)) == ("lr=1e-3", "iql:beta=3.0")
+    config = dataclasses.replace(
+        _sweep_config(data_root, tmp_path / "sweep", kept), algorithms=("bc", "cvl_pretrained")
+    )
+    expand(config)  # the sweep accepts what is kept
 
 
 def test_paper_refuses_a_bad_override_before_generating_data(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 from cvl_eval.errors import ConfigError
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
+from cvl_eval.pipelines.sweep_plan import overrides_of_learners_run
 from cvl_eval.runs.folder import RESULTS_FILE
 
 
@@ -33,8 +34,8 @@ def _config(data_root, out, **kw):
         tensorboard=False,
     )
     base.update(kw)
-    if "overrides" not in kw and not {"cvl", "cvl_pretrained"} & set(base["algorithms"]):
-        base["overrides"] = ()  # a sweep refuses settings for a learner it does not run
+    if "overrides" not in kw:  # a sweep refuses settings for a learner it does not run
+        base["overrides"] = overrides_of_learners_run(base["overrides"], base["algorithms"])
     return SweepConfig(**base)
 
 

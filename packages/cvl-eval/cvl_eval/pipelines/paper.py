@@ -18,7 +18,7 @@ from cvl_eval.datagen.dispatch import GenerateConfig, check_generate, generate_d
 from cvl_eval.envs.make import MOUNTAIN_CAR
 from cvl_eval.pipelines.paper_presets import Budget, PaperConfig, resolve
 from cvl_eval.pipelines.sweep import SweepConfig, expand, sweep
-from cvl_eval.pipelines.sweep_plan import override_scope, sweep_variants
+from cvl_eval.pipelines.sweep_plan import overrides_of_learners_run
 
 __all__ = ["generate_configs", "run_paper_experiment", "sweep_config"]
 
@@ -26,14 +26,8 @@ __all__ = ["generate_configs", "run_paper_experiment", "sweep_config"]
 def sweep_config(plan: dict[str, Any], config: PaperConfig) -> SweepConfig:
     """The sweep of a resolved preset (`resolve`)."""
     preset, budget, out = plan["preset"], plan["budget"], plan["out"]
-    variants = sweep_variants()
-    learners = {variants[name].algorithm for name in preset.algorithms}
     # the presets' shared settings cover learners a preset may not run; the user's are checked
-    shared = tuple(
-        item
-        for item in (*budget.overrides, *preset.overrides)
-        if override_scope(item)[0] in (None, *learners)
-    )
+    shared = overrides_of_learners_run((*budget.overrides, *preset.overrides), preset.algorithms)
     return SweepConfig(
         data_root=str(out / "data" / ("pixels" if preset.pixels else "")),
         out_dir=str(out / "runs"),

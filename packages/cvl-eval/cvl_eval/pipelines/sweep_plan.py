@@ -32,6 +32,7 @@ __all__ = [
     "SweepVariant",
     "expand",
     "override_scope",
+    "overrides_of_learners_run",
     "scoped_overrides",
     "sweep_variants",
 ]
@@ -163,6 +164,18 @@ def override_scope(item: str) -> tuple[str | None, str]:
     if not sep or "=" in head:
         return None, item
     return head, rest
+
+
+def overrides_of_learners_run(
+    overrides: tuple[str, ...], algorithms: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The ``overrides`` that a sweep of ``algorithms`` (sweep names, `sweep_variants`) would use:
+    the unscoped ones and those scoped to one of their learners, in order; for shared settings
+    that cover learners a sweep may not run (a sweep refuses the others, `scoped_overrides`). An
+    unknown name is left for the sweep to refuse (`expand`)."""
+    variants = sweep_variants()
+    learners = {variants[name].algorithm for name in algorithms if name in variants}
+    return tuple(item for item in overrides if override_scope(item)[0] in (None, *learners))
 
 
 def scoped_overrides(
