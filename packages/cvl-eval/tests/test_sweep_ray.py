@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cvl_eval.pipelines.sweep import SweepConfig, sweep
-from cvl_eval.pipelines.sweep_plan import overrides_of_learners_run
 from cvl_eval.pipelines.sweep_local import exit_on_sigterm
+from cvl_eval.pipelines.sweep_plan import overrides_of_learners_run
 from cvl_eval.pipelines.sweep_ray import RayBackend
 from cvl_eval.runs.folder import RESULTS_FILE
 
