@@ -22,6 +22,7 @@ psi 1_089_600 + 230_976 = 1_320_576, total 2_643_456.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -35,6 +36,8 @@ from cvl_models.mlp import Torso, make_mlp
 __all__ = ["ContrastiveCritic", "StateActionEmbedding", "StateEmbedding", "l2_normalize"]
 
 NORM_EPS = 1e-6
+MIN_TEMPERATURE = 0.01
+"""Floor of a learned temperature (CLIP's cap of 100 on its logit scale)."""
 
 
 def l2_normalize(x: torch.Tensor) -> torch.Tensor:
@@ -106,7 +109,12 @@ class ContrastiveCritic(nn.Module):
         latent_dim: width of ``phi`` and ``psi`` (default 64).
         hidden: DenseNet widths of both networks (paper: 256 x 256).
         normalize: l2-normalise ``phi`` and ``psi`` outputs (paper: yes).
-        temperature: InfoNCE temperature (paper: 1); a constant, not trained.
+        temperature: InfoNCE temperature (paper: 1): a constant, or with ``learn_temperature``
+            the initial value of one trained with the critic.
+        learn_temperature: train ``log_temperature`` (a parameter, initialised at
+            ``log(temperature)``) by the critic's loss, as CLIP trains its logit scale (Radford
+            et al. 2021); ``temperature`` is then ``exp(log_temperature)`` floored at
+            ``MIN_TEMPERATURE`` (a 0-d tensor). Not in the paper.
         torso: MLP of both networks: ``"densenet"`` (the paper's, default) or ``"mlp"``
             (plain Linear+ReLU, `cvl_models.mlp.make_mlp`).
 
@@ -125,6 +133,7 @@ class ContrastiveCritic(nn.Module):
         normalize: bool = True,
         temperature: float = 1.0,
         torso: Torso = "densenet",
+        learn_temperature: bool = False,
     ) -> None:
         super().__init__()
         if latent_dim < 1 or action_dim < 1:
@@ -135,13 +144,29 @@ class ContrastiveCritic(nn.Module):
         self.action_dim = int(action_dim)
         self.latent_dim = int(latent_dim)
         self.normalize = bool(normalize)
-        self.temperature = float(temperature)
+        self.learn_temperature = bool(learn_temperature)
+        self._fixed_temperature = float(temperature)
+        if self.learn_temperature:
+            if temperature < MIN_TEMPERATURE:
+                raise ValueError(
+                    f"ContrastiveCritic: a learned temperature starts at >= {MIN_TEMPERATURE}, "
+                    f"got {temperature}"
+                )
+            self.log_temperature = nn.Parameter(torch.tensor(math.log(temperature)))
         self.phi_net = StateActionEmbedding(
             self.obs_shape, self.action_dim, self.latent_dim, hidden, self.normalize, torso
         )
         self.psi_net = StateEmbedding(
             self.obs_shape, self.latent_dim, hidden, self.normalize, torso
         )
+
+    @property
+    def temperature(self) -> float | torch.Tensor:
+        """tau: the constant, or ``exp(log_temperature)`` floored at ``MIN_TEMPERATURE`` (a 0-d
+        tensor in the graph of ``log_temperature``) when learned."""
+        if not self.learn_temperature:
+            return self._fixed_temperature
+        return self.log_temperature.clamp(min=math.log(MIN_TEMPERATURE)).exp()
 
     def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """State-action embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
@@ -172,5 +197,5 @@ class ContrastiveCritic(nn.Module):
         return (
             f"obs_shape={self.obs_shape}, action_dim={self.action_dim}, "
             f"latent_dim={self.latent_dim}, normalize={self.normalize}, "
-            f"temperature={self.temperature}"
+            f"temperature={self._fixed_temperature}, learn_temperature={self.learn_temperature}"
         )

@@ -61,6 +61,11 @@ class CVLConfig:
     """Size d of phi(s, a) and psi(s+) (not in the paper)."""
     temperature: float = 1.0
     """InfoNCE temperature tau: f = phi . psi / tau (table 2: 1)."""
+    learn_temperature: bool = False
+    """Train tau with the critic's loss, starting from ``temperature`` (``log tau`` a parameter of
+    the critic, floored at tau = 0.01, as CLIP trains its logit scale; not in the paper). Only
+    with ``q_estimator="mc"``: random features are drawn for one fixed temperature, so the RFF
+    estimator runs at a value the direct critic learned."""
     normalize: bool = True
     """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
     lambda_partition: float = 1e-3
@@ -211,6 +216,12 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.learn_temperature and (self.q_estimator != "mc" or self.temperature < 0.01):
+            raise ValueError(
+                f"learn_temperature=True needs q_estimator='mc' (random features are drawn for one "
+                f"fixed temperature) and temperature >= 0.01, got {self.q_estimator!r} and "
+                f"{self.temperature}"
+            )
         if self.critic_objective not in CRITIC_OBJECTIVES:
             raise ValueError(
                 f"critic_objective must be one of {CRITIC_OBJECTIVES}, got "

@@ -144,6 +144,7 @@ class CVLLearner(PretrainingLearner):
                 normalize=cfg.normalize,
                 temperature=cfg.temperature,
                 torso=cfg.torso,
+                learn_temperature=cfg.learn_temperature,
             ).to(self.device)
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
             self.phi_target: nn.Module | None = None
@@ -247,7 +248,7 @@ class CVLLearner(PretrainingLearner):
     def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
         cfg: CVLConfig = self.config
         if self._bootstraps():
-            return self._td_critic_loss(
+            loss, metrics = self._td_critic_loss(
                 self.critic,
                 self.phi_target,
                 self.psi_target,
@@ -256,9 +257,12 @@ class CVLLearner(PretrainingLearner):
                 cfg.discount,
                 cfg.lambda_partition,
             )
-        # TD InfoNCE's warm-up trains eq. 9-10's InfoNCE.
-        objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
-        return self._critic_loss(self.critic, batch, cfg.lambda_partition, objective)
+        else:  # TD InfoNCE's warm-up trains eq. 9-10's InfoNCE.
+            objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
+            loss, metrics = self._critic_loss(self.critic, batch, cfg.lambda_partition, objective)
+        if cfg.learn_temperature:
+            metrics = {**metrics, "temperature": self.critic.temperature.detach()}
+        return loss, metrics
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
         """The states whose arrival rewards Q weighs, and those rewards: the batch's future
