@@ -16,7 +16,8 @@ temperature needs", gives the error laws this measures.
         --dataset data/drawer-open-v3 [--temperature 0.1] [--out rff.json]
 
 ``--temperature`` evaluates the critic's latents at another temperature than it was trained at
-(the kernel exp(phi.psi / T)), to see where each estimator breaks down.
+(the kernel exp(phi.psi / T)), to see where each estimator breaks down; by default the critic's
+own (a learned one for ``learn_temperature`` runs).
 """
 
 from __future__ import annotations
@@ -106,7 +107,9 @@ def main() -> None:
     torch.manual_seed(args.seed)
     learner = load_learner(checkpoint_dir(args.run))
     cfg = learner.config
-    temperature = args.temperature or cfg.temperature
+    trained = learner.critic.temperature  # the config's, or a learned one (`learn_temperature`)
+    trained = float(trained.detach()) if isinstance(trained, torch.Tensor) else trained
+    temperature = args.temperature or trained
     dataset = open_dataset(args.dataset)
     phi, psi, reward = latents(learner, dataset, args.anchors, args.futures, args.seed)
     kinds = [(k, orth) for k in ("trig", "positive", "oprf") for orth in (False, True)]
@@ -122,7 +125,7 @@ def main() -> None:
         cfg.discount,
     )
     print(
-        f"{args.run}: temperature {temperature} (trained at {cfg.temperature}), self-normalised "
+        f"{args.run}: temperature {temperature:.4g} (trained at {trained:.4g}), self-normalised "
         f"{cfg.self_normalized}, {args.anchors} anchors x {args.futures} futures, "
         f"{args.repeats} draws; logits phi.psi/T span "
         f"[{float((phi @ psi.T).min()) / temperature:.1f}, {float((phi @ psi.T).max()) / temperature:.1f}]"
