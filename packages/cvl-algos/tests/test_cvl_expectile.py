@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    check_save_load_act_resume,
-    check_vectorised_equals_alone,
-    make_contrastive_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    check_save_load_act_resume,  # pants: no-infer-dep
+    check_vectorised_equals_alone,  # pants: no-infer-dep
+    make_contrastive_batch,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    assert_learners_equal,
-    make_contrastive_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
+    make_contrastive_batch,  # pants: no-infer-dep
 )
 
 from cvl_algos import load_learner, make_learner

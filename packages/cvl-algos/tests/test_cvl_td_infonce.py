@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    assert_batch_equal,
-    assert_modules_equal,
-    check_save_load_act_resume,
-    check_vectorised_equals_alone,
-    clone_batch,
-    make_contrastive_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    assert_batch_equal,  # pants: no-infer-dep
+    assert_modules_equal,  # pants: no-infer-dep
+    check_save_load_act_resume,  # pants: no-infer-dep
+    check_vectorised_equals_alone,  # pants: no-infer-dep
+    clone_batch,  # pants: no-infer-dep
+    make_contrastive_batch,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st

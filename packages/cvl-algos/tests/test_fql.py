@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    assert_batch_equal,
-    assert_learners_equal,
-    clone_batch,
-    make_transition_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    assert_batch_equal,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
+    clone_batch,  # pants: no-infer-dep
+    make_transition_batch,  # pants: no-infer-dep
 )
 
 from cvl_algos import FQLLearner, load_learner, make_learner

@@ -12,12 +12,12 @@ modules at every step) with the default per-tensor Adam.
 import hypothesis.strategies as st
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    TINY,
-    make_transition_batch,
-    tiny_nets,
-    tiny_policy,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    TINY,  # pants: no-infer-dep
+    make_transition_batch,  # pants: no-infer-dep
+    tiny_nets,  # pants: no-infer-dep
+    tiny_policy,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 

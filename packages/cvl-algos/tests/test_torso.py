@@ -6,12 +6,12 @@ import dataclasses
 import numpy as np
 import pytest
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    OBS_DIM,
-    TINY,
-    assert_learners_equal,
-    make_contrastive_batch,
-    make_transition_batch,
+    ACTION_DIM,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    TINY,  # pants: no-infer-dep
+    assert_learners_equal,  # pants: no-infer-dep
+    make_contrastive_batch,  # pants: no-infer-dep
+    make_transition_batch,  # pants: no-infer-dep
 )
 
 from cvl_algos import ALGORITHMS, learner_class, load_learner, make_learner

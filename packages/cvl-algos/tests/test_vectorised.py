@@ -11,12 +11,12 @@ import dataclasses
 import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
-    ACTION_DIM,
-    DEVICES,
-    OBS_DIM,
-    make_contrastive_batch,
-    make_transition_batch,
-    tiny_learner,
+    ACTION_DIM,  # pants: no-infer-dep
+    DEVICES,  # pants: no-infer-dep
+    OBS_DIM,  # pants: no-infer-dep
+    make_contrastive_batch,  # pants: no-infer-dep
+    make_transition_batch,  # pants: no-infer-dep
+    tiny_learner,  # pants: no-infer-dep
 )
 
 from cvl_algos import BCLearner, make_learner
