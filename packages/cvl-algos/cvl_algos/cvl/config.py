@@ -64,8 +64,8 @@ class CVLConfig:
     learn_temperature: bool = False
     """Train tau with the critic's loss, starting from ``temperature`` (``log tau`` a parameter of
     the critic, floored at tau = 0.01, as CLIP trains its logit scale; not in the paper). Only
-    with ``q_estimator="mc"``: random features are drawn for one fixed temperature, so the RFF
-    estimator runs at a value the direct critic learned."""
+    with ``q_estimator="mc"``: random features are drawn for one fixed temperature. Measured, it
+    falls to the floor, where random features fail (docs/results.md, "A learned temperature")."""
     normalize: bool = True
     """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
     lambda_partition: float = 1e-3
