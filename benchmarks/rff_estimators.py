@@ -107,8 +107,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     learner = load_learner(checkpoint_dir(args.run))
     cfg = learner.config
-    trained = learner.critic.temperature  # the config's, or a learned one (`learn_temperature`)
-    trained = float(trained.detach()) if isinstance(trained, torch.Tensor) else trained
+    trained = float(learner.critic.detached_temperature())  # the config's, or a learned one
     temperature = args.temperature or trained
     dataset = open_dataset(args.dataset)
     phi, psi, reward = latents(learner, dataset, args.anchors, args.futures, args.seed)

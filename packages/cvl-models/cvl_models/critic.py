@@ -168,6 +168,11 @@ class ContrastiveCritic(nn.Module):
             return self._fixed_temperature
         return self.log_temperature.clamp(min=math.log(MIN_TEMPERATURE)).exp()
 
+    def detached_temperature(self) -> float | torch.Tensor:
+        """``temperature`` outside any graph: for Q in the policy's loss, metrics and reports."""
+        temperature = self.temperature
+        return temperature.detach() if isinstance(temperature, torch.Tensor) else temperature
+
     def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """State-action embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
         return self.phi_net(obs, action)

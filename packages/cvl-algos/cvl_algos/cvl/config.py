@@ -13,6 +13,7 @@ from typing import Literal
 from cvl_algos.common import check_policy_ema_tau
 from cvl_data.samplers import MODES as SAMPLER_MODES
 from cvl_models import Torso
+from cvl_models.critic import MIN_TEMPERATURE
 
 EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 """The values of `CVLConfig.policy_extraction`."""
@@ -216,10 +217,12 @@ class CVLConfig:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        if self.learn_temperature and (self.q_estimator != "mc" or self.temperature < 0.01):
+        if self.learn_temperature and (
+            self.q_estimator != "mc" or self.temperature < MIN_TEMPERATURE
+        ):
             raise ValueError(
                 f"learn_temperature=True needs q_estimator='mc' (random features are drawn for one "
-                f"fixed temperature) and temperature >= 0.01, got {self.q_estimator!r} and "
+                f"fixed temperature) and temperature >= {MIN_TEMPERATURE}, got {self.q_estimator!r} and "
                 f"{self.temperature}"
             )
         if self.critic_objective not in CRITIC_OBJECTIVES:

@@ -261,7 +261,7 @@ class CVLLearner(PretrainingLearner):
             objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
             loss, metrics = self._critic_loss(self.critic, batch, cfg.lambda_partition, objective)
         if cfg.learn_temperature:
-            metrics = {**metrics, "temperature": self.critic.temperature.detach()}
+            metrics = {**metrics, "temperature": self.critic.detached_temperature()}
         return loss, metrics
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:

@@ -264,9 +264,7 @@ def direct_q_fn(
     ``expectile`` as in `q_direct_from_latents`."""
     phi = detached_phi(critic)
     psi_future = psi_future.detach()
-    temperature = critic.temperature  # a learned one is detached: the policy loss leaves it
-    if isinstance(temperature, Tensor):
-        temperature = temperature.detach()
+    temperature = critic.detached_temperature()  # the policy loss leaves a learned one alone
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
