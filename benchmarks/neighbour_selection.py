@@ -1,0 +1,90 @@
+"""A trained run's policy against acting by its critic among the data's own actions.
+
+For a run folder (its ``final/`` checkpoint and ``config.json``) and its dataset, evaluates on
+the same seeded episodes:
+
+- ``policy``: the learner's own acting (`learner.act`, the policy's average where trained so);
+- ``nearest``: the action of the nearest data state (one-nearest-neighbour cloning of all the
+  data, no critic);
+- ``q<k>``: the best by Q of the actions at the ``k`` nearest data states
+  (`cvl_eval.analysis.neighbour_selection`), Q from the run's critic (CVL: the direct estimator
+  over ``--num-futures`` data futures; CQL and IQL: the twin Q; BC and filtered BC have no
+  critic and get the first two rules only).
+
+Prints success, mean return and mean expert-normalised return per rule, and writes them (with
+every episode) to ``--out`` as JSON. Run:
+
+    ./pants run benchmarks/neighbour_selection.py -- --run runs/cvl_mc/handle-pull-v3/seed_0 \\
+        --k 4 16 64 --episodes 30 --out selection.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from cvl_algos import load_learner
+from cvl_data import open_dataset
+from cvl_data.jsonio import write_json_atomic
+from cvl_eval.analysis.critic_diagnostics import q_function
+from cvl_eval.analysis.neighbour_selection import NeighbourIndex, neighbour_policy
+from cvl_eval.rollout.evaluate import evaluate_policy
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="run folder (config.json, final/)")
+    parser.add_argument("--dataset", type=Path, help="dataset folder (default: the run's own)")
+    parser.add_argument("--k", type=int, nargs="+", default=[16], help="neighbour counts")
+    parser.add_argument("--episodes", type=int, default=30)
+    parser.add_argument("--eval-seed", type=int, default=100)
+    parser.add_argument("--num-futures", type=int, default=1024, help="CVL's eq. 11 futures")
+    parser.add_argument("--out", type=Path, required=True, help="JSON output file")
+    args = parser.parse_args()
+    if not (args.run / "final" / "state.json").is_file():
+        parser.error(f"--run: {args.run / 'final'} is not a checkpoint folder (no state.json)")
+    if not (args.run / "config.json").is_file():
+        parser.error(f"--run: {args.run} has no config.json (the task and dataset are read there)")
+    if min(args.k) < 1 or args.episodes < 1 or args.num_futures < 1:
+        parser.error("--k, --episodes and --num-futures must be positive")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(1)
+    train_config = json.loads((args.run / "config.json").read_text())["train_config"]
+    dataset = open_dataset(args.dataset or train_config["dataset"])
+    learner = load_learner(args.run / "final", device="cpu", restore_global_rng=False)
+    index = NeighbourIndex.from_dataset(dataset)
+    rules = {"policy": learner.act, "nearest": neighbour_policy(index, 1, None)}
+    try:
+        q = q_function(learner, dataset, num_futures=args.num_futures, seed=args.eval_seed)
+        rules.update({f"q{k}": neighbour_policy(index, k, q) for k in args.k})
+    except ValueError as error:  # BC and filtered BC: no critic to choose with
+        print(f"no Q rules: {error}")
+    task = train_config["task"]
+    results = {}
+    print(f"{args.run} ({task}, {args.episodes} episodes, evaluation seed {args.eval_seed})")
+    print(f"{'rule':>8s} {'success':>8s} {'return':>8s} {'normalised':>11s}")
+    for name, act in rules.items():
+        result = evaluate_policy(task, act, args.episodes, seed=args.eval_seed)
+        normalised = result.normalized_returns()
+        results[name] = {
+            "success": result.success_rate,
+            "mean_return": result.mean_return,
+            "mean_normalized": None if normalised is None else sum(normalised) / len(normalised),
+            "episodes": result.to_dict(),
+        }
+        row = results[name]
+        norm = "-" if row["mean_normalized"] is None else f"{row['mean_normalized']:.3f}"
+        print(f"{name:>8s} {row['success']:8.2f} {row['mean_return']:8.1f} {norm:>11s}", flush=True)
+    document = {"run": str(args.run), "task": task, "episodes": args.episodes, "rules": results}
+    write_json_atomic(args.out, document)
+
+
+if __name__ == "__main__":
+    main()
