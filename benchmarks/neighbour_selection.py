@@ -12,10 +12,13 @@ the same seeded episodes:
   critic and get the first two rules only).
 
 Prints success, mean return and mean expert-normalised return per rule, and writes them (with
-every episode) to ``--out`` as JSON. Run:
+every episode) to ``--out`` as JSON. ``--summarise`` reads such files (one per task and seed)
+instead and writes rliable's aggregates of the normalised return per rule, and P(rule >
+policy), with stratified-bootstrap CIs. Run:
 
     ./pants run benchmarks/neighbour_selection.py -- --run runs/cvl_mc/handle-pull-v3/seed_0 \\
         --k 4 16 64 --episodes 30 --out selection.json
+    ./pants run benchmarks/neighbour_selection.py -- --summarise selection_*.json --out summary.json
 """
 
 from __future__ import annotations
@@ -24,19 +27,22 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from cvl_algos import load_learner
 from cvl_data import open_dataset
 from cvl_data.jsonio import write_json_atomic
 from cvl_eval.analysis.critic_diagnostics import q_function
+from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.neighbour_selection import NeighbourIndex, neighbour_policy
 from cvl_eval.rollout.evaluate import evaluate_policy
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--run", type=Path, required=True, help="run folder (config.json, final/)")
+    parser.add_argument("--run", type=Path, help="run folder (config.json, final/)")
+    parser.add_argument("--summarise", type=Path, nargs="+", help="this script's output files")
     parser.add_argument("--dataset", type=Path, help="dataset folder (default: the run's own)")
     parser.add_argument("--k", type=int, nargs="+", default=[16], help="neighbour counts")
     parser.add_argument("--episodes", type=int, default=30)
@@ -44,6 +50,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--num-futures", type=int, default=1024, help="CVL's eq. 11 futures")
     parser.add_argument("--out", type=Path, required=True, help="JSON output file")
     args = parser.parse_args()
+    if (args.run is None) == (args.summarise is None):
+        parser.error("give either --run (evaluate one run) or --summarise (aggregate outputs)")
+    if args.summarise:
+        missing = [str(path) for path in args.summarise if not path.is_file()]
+        if missing:
+            parser.error(f"--summarise: no such file: {missing[0]}")
+        return args
     if not (args.run / "final" / "state.json").is_file():
         parser.error(f"--run: {args.run / 'final'} is not a checkpoint folder (no state.json)")
     if not (args.run / "config.json").is_file():
@@ -53,8 +66,44 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def summarise(paths: list[Path]) -> dict:
+    """rliable aggregates of each rule's mean normalised return over (seeds, tasks)."""
+    documents = [json.loads(path.read_text()) for path in paths]
+    tasks = sorted({d["task"] for d in documents})
+    rules = list(documents[0]["rules"])
+    by_task = {t: [d for d in documents if d["task"] == t] for t in tasks}
+    seeds = {len(runs) for runs in by_task.values()}
+    if len(seeds) != 1 or any(list(d["rules"]) != rules for d in documents):
+        raise SystemExit(
+            f"--summarise: every task needs the same number of runs and rules, got "
+            f"{ {t: len(runs) for t, runs in by_task.items()} } runs per task"
+        )
+    scores = {
+        rule: np.array([[d["rules"][rule]["mean_normalized"] for d in by_task[t]] for t in tasks]).T
+        for rule in rules
+    }
+    pairs = [(rule, "policy") for rule in rules if rule != "policy"]
+    aggregates = aggregate_scores(scores)
+    improvement = probability_of_improvement(scores, pairs=pairs)
+    print(f"{'rule':>8s} {'IQM [95% CI]':>20s} {'P(rule > policy)':>20s}")
+    for rule in rules:
+        iqm, p = aggregates[rule]["IQM"], improvement.get(f"{rule},policy")
+        ptxt = "-" if p is None else f"{p['point']:.2f} [{p['low']:.2f}, {p['high']:.2f}]"
+        print(f"{rule:>8s} {iqm['point']:8.2f} [{iqm['low']:.2f}, {iqm['high']:.2f}] {ptxt:>20s}")
+    return {
+        "files": [str(path) for path in paths],
+        "tasks": tasks,
+        "scores": {rule: matrix.tolist() for rule, matrix in scores.items()},
+        "aggregates": aggregates,
+        "probability_of_improvement": improvement,
+    }
+
+
 def main() -> None:
     args = parse_args()
+    if args.summarise:
+        write_json_atomic(args.out, summarise(args.summarise))
+        return
     torch.set_num_threads(1)
     train_config = json.loads((args.run / "config.json").read_text())["train_config"]
     dataset = open_dataset(args.dataset or train_config["dataset"])
