@@ -48,6 +48,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--eval-seed", type=int, default=100)
     parser.add_argument("--num-futures", type=int, default=1024, help="CVL's eq. 11 futures")
+    parser.add_argument(
+        "--critic-runs",
+        type=Path,
+        nargs="+",
+        help="score the candidates by the mean Q of these runs' critics (an ensemble, e.g. the "
+        "other seeds on the same data) instead of the run's own",
+    )
     parser.add_argument("--out", type=Path, required=True, help="JSON output file")
     args = parser.parse_args()
     if (args.run is None) == (args.summarise is None):
@@ -61,9 +68,19 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"--run: {args.run / 'final'} is not a checkpoint folder (no state.json)")
     if not (args.run / "config.json").is_file():
         parser.error(f"--run: {args.run} has no config.json (the task and dataset are read there)")
+    for run in args.critic_runs or []:
+        if not (run / "final" / "state.json").is_file():
+            parser.error(f"--critic-runs: {run / 'final'} is not a checkpoint folder")
     if min(args.k) < 1 or args.episodes < 1 or args.num_futures < 1:
         parser.error("--k, --episodes and --num-futures must be positive")
     return args
+
+
+def mean_q(runs: list[Path], dataset, num_futures: int, seed: int):
+    """The mean of several runs' Q functions (`q_function` of each final checkpoint)."""
+    learners = [load_learner(r / "final", device="cpu", restore_global_rng=False) for r in runs]
+    functions = [q_function(learner, dataset, num_futures, seed) for learner in learners]
+    return lambda obs, action: np.mean([q(obs, action) for q in functions], axis=0)
 
 
 def summarise(paths: list[Path]) -> dict:
@@ -112,6 +129,8 @@ def main() -> None:
     rules = {"policy": learner.act, "nearest": neighbour_policy(index, 1, None)}
     try:
         q = q_function(learner, dataset, num_futures=args.num_futures, seed=args.eval_seed)
+        if args.critic_runs:
+            q = mean_q(args.critic_runs, dataset, args.num_futures, args.eval_seed)
         rules.update({f"q{k}": neighbour_policy(index, k, q) for k in args.k})
     except ValueError as error:  # BC and filtered BC: no critic to choose with
         print(f"no Q rules: {error}")
@@ -132,6 +151,8 @@ def main() -> None:
         norm = "-" if row["mean_normalized"] is None else f"{row['mean_normalized']:.3f}"
         print(f"{name:>8s} {row['success']:8.2f} {row['mean_return']:8.1f} {norm:>11s}", flush=True)
     document = {"run": str(args.run), "task": task, "episodes": args.episodes, "rules": results}
+    if args.critic_runs:
+        document["critic_runs"] = [str(run) for run in args.critic_runs]
     write_json_atomic(args.out, document)
 
 
