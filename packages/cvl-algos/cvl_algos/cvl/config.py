@@ -80,6 +80,14 @@ class CVLConfig:
     policy's (multi-step improvement instead of one step; not in the paper). Q then weighs the
     batch's next states by their arrival rewards ``r_t``; a polyak copy ``phi_target`` of phi
     joins ``psi_target``."""
+    action_contrast_weight: float = 0.0
+    """Weight of `action_contrastive_loss` in the critic's loss: InfoNCE over the anchor's action
+    against ``action_contrast_negatives`` other anchors' actions at the same state and future,
+    so the critic must tell actions apart and not only episodes (0: off, the paper's critic).
+    Not in the paper; with ``self_normalized`` it leaves Q's optimum unchanged (the loss's
+    docstring). Not with "td_infonce"."""
+    action_contrast_negatives: int = 8
+    """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
     td_warmup_steps: int = 0
     """"td_infonce": the first this many updates train the critic with eq. 9-10's InfoNCE on
     the batch's future states (and Q weighs those), so the bootstrap starts from the data's
@@ -229,6 +237,21 @@ class CVLConfig:
             raise ValueError(
                 f"critic_objective must be one of {CRITIC_OBJECTIVES}, got "
                 f"{self.critic_objective!r}"
+            )
+        if self.action_contrast_weight < 0.0 or (
+            self.action_contrast_weight > 0.0 and self.critic_objective == "td_infonce"
+        ):
+            raise ValueError(
+                f"action_contrast_weight must be >= 0, and 0 with critic_objective='td_infonce' "
+                f"(its bootstrap has its own targets), got {self.action_contrast_weight} with "
+                f"{self.critic_objective!r}"
+            )
+        if self.action_contrast_weight > 0.0 and not (
+            1 <= self.action_contrast_negatives < self.batch_size
+        ):
+            raise ValueError(
+                f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
+                f"got {self.action_contrast_negatives}"
             )
         if self.td_warmup_steps < 0 or (
             self.td_warmup_steps and self.critic_objective != "td_infonce"

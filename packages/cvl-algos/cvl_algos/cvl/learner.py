@@ -259,7 +259,14 @@ class CVLLearner(PretrainingLearner):
             )
         else:  # TD InfoNCE's warm-up trains eq. 9-10's InfoNCE.
             objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
-            loss, metrics = self._critic_loss(self.critic, batch, cfg.lambda_partition, objective)
+            loss, metrics = self._critic_loss(
+                self.critic,
+                batch,
+                cfg.lambda_partition,
+                objective,
+                cfg.action_contrast_weight,
+                cfg.action_contrast_negatives,
+            )
         if cfg.learn_temperature:
             metrics = {**metrics, "temperature": self.critic.detached_temperature()}
         return loss, metrics

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from einops import reduce
+from einops import rearrange, reduce, repeat
 from torch import Tensor, nn
 
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
@@ -122,9 +122,15 @@ def td_infonce_partition_loss(
 
 
 def contrastive_critic_loss(
-    critic: nn.Module, batch: Any, lambda_partition: float, objective: str = "infonce"
+    critic: nn.Module,
+    batch: Any,
+    lambda_partition: float,
+    objective: str = "infonce",
+    action_contrast_weight: float = 0.0,
+    action_negatives: int = 8,
 ) -> tuple[Tensor, dict]:
-    """Critic loss of eq. 10 on a ``ContrastiveBatch`` (``objective="binary"``: binary NCE).
+    """Critic loss of eq. 10 on a ``ContrastiveBatch`` (``objective="binary"``: binary NCE),
+    plus ``action_contrast_weight`` times `action_contrastive_loss` when that is positive.
 
     Anchors are ``(batch.obs_t, batch.action_t)``, positives ``batch.obs_future`` (offsets drawn
     from the truncated geometric, eq. 9); the other anchors' positives are the negatives.
@@ -138,7 +144,56 @@ def contrastive_critic_loss(
     )
     assert obs_t.shape[1:] == obs_future.shape[1:], (obs_t.shape, obs_future.shape)
     logits = critic.logits(obs_t, action_t, obs_future)
-    return CRITIC_OBJECTIVES[objective](logits, lambda_partition)
+    loss, metrics = CRITIC_OBJECTIVES[objective](logits, lambda_partition)
+    if action_contrast_weight > 0.0:
+        positive = torch.diagonal(logits)
+        loss_a, metrics_a = action_contrastive_loss(
+            critic, positive, obs_t, action_t, obs_future, action_negatives
+        )
+        loss, metrics = loss + action_contrast_weight * loss_a, {**metrics, **metrics_a}
+    return loss, metrics
+
+
+def action_contrastive_loss(
+    critic: nn.Module,
+    positive: Tensor,
+    obs_t: Tensor,
+    action_t: Tensor,
+    obs_future: Tensor,
+    num_negatives: int,
+) -> tuple[Tensor, dict]:
+    """Which action led from ``s_i`` to ``s+_i``: InfoNCE over actions instead of futures.
+
+    ``-mean_i log softmax_k f(s_i, a_k, s+_i)`` at ``k = i``, over the anchor's own action and
+    ``num_negatives`` other anchors' actions ``a_{(i+k) mod B}``, k = 1..K (the batch's anchors
+    are drawn at random, so these are draws of the data's action marginal; no random numbers
+    are used). ``positive`` (B,) is ``f(s_i, a_i, s+_i)``, the diagonal of eq. 9's logits.
+
+    Why: eq. 9's negatives are other anchors' futures, and on Meta-World each episode's object
+    and goal placement is in the observation, so the critic can tell futures apart by the state
+    alone and learn little about the action (docs/results.md, "What the critic knows").
+    Here the state and the future are shared by every candidate and only the action differs,
+    so ``f`` must tell actions apart by their futures. Eq. 9 fixes ``f = log p(s+ | s, a) /
+    p(s+) + c(s, a)``; this term ``f = log p(a | s, s+) / p(a) + c'(s, s+)``. Both hold at once
+    with ``f = log p(s+ | s, a) + log p(a | s) - log p(s+) - log p(a)``, which differs from eq. 9's
+    solution only by a function of ``(s, a)``, the constant the self-normalised Q cancels
+    (``self_normalized``). Not in the paper.
+    """
+    batch = action_t.shape[0]
+    if not 1 <= num_negatives < batch:
+        raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num_negatives}")
+    shifts = torch.arange(1, num_negatives + 1, device=action_t.device)
+    index = (torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")) % batch
+    action_neg = rearrange(action_t[index], "k b a -> (k b) a")
+    obs_rep = repeat(obs_t, "b ... -> (k b) ...", k=num_negatives)
+    phi_neg = rearrange(critic.phi(obs_rep, action_neg), "(k b) d -> k b d", k=num_negatives)
+    psi_future = critic.psi(obs_future)
+    negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
+    logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
+    loss = -F.log_softmax(logits, dim=1)[:, 0].mean()
+    with torch.no_grad():
+        accuracy = (logits.argmax(dim=1) == 0).float().mean()
+    return loss, {"action_contrast_loss": loss.detach(), "action_contrast_accuracy": accuracy}
 
 
 def td_contrastive_critic_loss(
