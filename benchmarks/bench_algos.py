@@ -43,6 +43,11 @@ ALGOS = {
     "cql_warmstart": ("cql", {}),
     "cvl": ("cvl", {}),
     "cvl_mc": ("cvl_mc", {}),
+    # the critic's action-contrastive term (`action_contrast_weight`) with 8 other actions
+    "cvl_mc_action_contrast": (
+        "cvl_mc",
+        {"action_contrast_weight": 1.0, "action_contrast_negatives": 8},
+    ),
 }
 
 
@@ -155,12 +160,12 @@ def run(args: argparse.Namespace) -> None:
         device = torch.device(name)
         label = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
         print(f"\n== {name} ({label})")
-        print(f"{'algorithm':<15}{'batch':>7}{'steps/s':>11}{'s/step':>9}{'vs BC':>8}")
+        print(f"{'algorithm':<24}{'batch':>7}{'steps/s':>11}{'s/step':>9}{'vs BC':>8}")
         baseline = None
         for algo in algos:
             rate, size = bench_one(algo, device, args)
             baseline = baseline or rate
-            print(f"{algo:<15}{size:>7}{rate:>11.3g}{1 / rate:>9.3g}{rate / baseline:>8.2f}")
+            print(f"{algo:<24}{size:>7}{rate:>11.3g}{1 / rate:>9.3g}{rate / baseline:>8.2f}")
 
 
 if __name__ == "__main__":
