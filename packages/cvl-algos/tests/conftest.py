@@ -122,6 +122,15 @@ def clone_batch(batch):
     )
 
 
+def double_batch(batch):
+    """``batch`` with its floating-point fields in float64 (for naive float64 references)."""
+    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch)}
+    return dataclasses.replace(
+        batch,
+        **{k: v.double() for k, v in fields.items() if v is not None and v.is_floating_point()},
+    )
+
+
 def assert_batch_equal(a, b):
     for f in dataclasses.fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)

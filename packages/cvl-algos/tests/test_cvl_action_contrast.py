@@ -4,7 +4,6 @@ the learner's metrics, checkpoints, resumption, vectorised seeds and the config'
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
@@ -14,6 +13,7 @@ from conftest import (  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     check_save_load_act_resume,  # pants: no-infer-dep
     check_vectorised_equals_alone,  # pants: no-infer-dep
+    double_batch,  # pants: no-infer-dep
     make_contrastive_batch,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
@@ -40,14 +40,6 @@ def _critic(temperature: float) -> ContrastiveCritic:
         (OBS_DIM,), ACTION_DIM, latent_dim=8, hidden=(16,), temperature=temperature
     )
     return critic.double()
-
-
-def _double(batch):
-    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch)}
-    return dataclasses.replace(
-        batch,
-        **{k: v.double() for k, v in fields.items() if v is not None and v.is_floating_point()},
-    )
 
 
 def _naive(critic, obs, action, future, negatives: int) -> float:
@@ -80,7 +72,7 @@ def _naive_rows(critic, obs, action, future, negatives: int) -> float:
 def test_the_loss_matches_a_naive_per_anchor_reference(seed, size, negatives, temperature):
     negatives = min(negatives, size - 1)
     critic = _critic(temperature)
-    batch = _double(make_contrastive_batch(seed, size=size))
+    batch = double_batch(make_contrastive_batch(seed, size=size))
     positive = torch.diagonal(critic.logits(batch.obs_t, batch.action_t, batch.obs_future))
     loss, metrics = action_contrastive_loss(
         critic, positive, batch.obs_t, batch.action_t, batch.obs_future, negatives
@@ -92,7 +84,7 @@ def test_the_loss_matches_a_naive_per_anchor_reference(seed, size, negatives, te
 
 def test_the_critic_loss_adds_the_term_with_its_weight_and_leaves_the_default_alone():
     critic = _critic(0.1)
-    batch = _double(make_contrastive_batch(3))
+    batch = double_batch(make_contrastive_batch(3))
     base, base_metrics = contrastive_critic_loss(critic, batch, 1e-3)
     off, off_metrics = contrastive_critic_loss(critic, batch, 1e-3, "infonce", 0.0, 5)
     assert torch.equal(base, off) and set(off_metrics) == set(base_metrics)
@@ -106,7 +98,7 @@ def test_a_critic_that_cannot_tell_the_actions_apart_scores_log_k_plus_one():
     """With every action the same the candidates tie: the loss is log(K + 1). With distinct
     actions its gradient reaches every parameter of both encoders."""
     critic = _critic(0.1)
-    batch = _double(make_contrastive_batch(1, size=6))
+    batch = double_batch(make_contrastive_batch(1, size=6))
     same = batch.action_t[:1].expand_as(batch.action_t).clone()
     positive = torch.diagonal(critic.logits(batch.obs_t, same, batch.obs_future))
     loss, _ = action_contrastive_loss(critic, positive, batch.obs_t, same, batch.obs_future, 4)

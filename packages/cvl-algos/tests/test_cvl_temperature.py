@@ -4,7 +4,6 @@ step, the logged value, checkpoints, resumption, vectorised seeds and the config
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
@@ -14,6 +13,7 @@ from conftest import (  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     check_save_load_act_resume,  # pants: no-infer-dep
     check_vectorised_equals_alone,  # pants: no-infer-dep
+    double_batch,  # pants: no-infer-dep
     make_contrastive_batch,  # pants: no-infer-dep
 )
 
@@ -40,15 +40,6 @@ def _critic(temperature: float = 0.3) -> ContrastiveCritic:
         temperature=temperature,
         learn_temperature=True,
     ).double()
-
-
-def _double(batch):
-    """``batch`` with its floating-point fields in float64."""
-    fields = {f.name: getattr(batch, f.name) for f in dataclasses.fields(batch)}
-    return dataclasses.replace(
-        batch,
-        **{k: v.double() for k, v in fields.items() if v is not None and v.is_floating_point()},
-    )
 
 
 def _naive_infonce(phi, psi, tau: float, lambda_partition: float) -> float:
@@ -78,7 +69,7 @@ def test_learned_temperature_starts_at_the_given_value_and_scales_the_logits() -
 def test_loss_gradient_in_log_tau_matches_finite_differences_of_a_naive_loss() -> None:
     critic = _critic(0.3)
     batch = make_contrastive_batch(1)
-    double = _double(batch)
+    double = double_batch(batch)
     loss, metrics = contrastive_critic_loss(critic, double, 1e-2)
     loss.backward()
     with torch.no_grad():
@@ -100,7 +91,7 @@ def test_the_floor_holds_and_stops_the_gradient() -> None:
         critic.log_temperature.fill_(math.log(1e-4))
     assert float(critic.temperature.detach()) == pytest.approx(0.01)
     batch = make_contrastive_batch(2)
-    double = _double(batch)
+    double = double_batch(batch)
     contrastive_critic_loss(critic, double, 1e-3)[0].backward()
     assert float(critic.log_temperature.grad) == 0.0
 
