@@ -128,9 +128,10 @@ def main() -> None:
     index = NeighbourIndex.from_dataset(dataset)
     rules = {"policy": learner.act, "nearest": neighbour_policy(index, 1, None)}
     try:
-        q = q_function(learner, dataset, num_futures=args.num_futures, seed=args.eval_seed)
         if args.critic_runs:
             q = mean_q(args.critic_runs, dataset, args.num_futures, args.eval_seed)
+        else:
+            q = q_function(learner, dataset, num_futures=args.num_futures, seed=args.eval_seed)
         rules.update({f"q{k}": neighbour_policy(index, k, q) for k in args.k})
     except ValueError as error:  # BC and filtered BC: no critic to choose with
         print(f"no Q rules: {error}")
