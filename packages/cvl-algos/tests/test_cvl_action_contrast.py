@@ -73,9 +73,10 @@ def test_the_loss_matches_a_naive_per_anchor_reference(seed, size, negatives, te
     negatives = min(negatives, size - 1)
     critic = _critic(temperature)
     batch = double_batch(make_contrastive_batch(seed, size=size))
-    positive = torch.diagonal(critic.logits(batch.obs_t, batch.action_t, batch.obs_future))
+    logits, psi_future = critic.logits_and_psi(batch.obs_t, batch.action_t, batch.obs_future)
+    assert torch.equal(logits, critic.logits(batch.obs_t, batch.action_t, batch.obs_future))
     loss, metrics = action_contrastive_loss(
-        critic, positive, batch.obs_t, batch.action_t, batch.obs_future, negatives
+        critic, torch.diagonal(logits), batch.obs_t, batch.action_t, psi_future, negatives
     )
     want = _naive(critic, batch.obs_t, batch.action_t, batch.obs_future, negatives)
     assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
@@ -100,14 +101,15 @@ def test_a_critic_that_cannot_tell_the_actions_apart_scores_log_k_plus_one():
     critic = _critic(0.1)
     batch = double_batch(make_contrastive_batch(1, size=6))
     same = batch.action_t[:1].expand_as(batch.action_t).clone()
-    positive = torch.diagonal(critic.logits(batch.obs_t, same, batch.obs_future))
-    loss, _ = action_contrastive_loss(critic, positive, batch.obs_t, same, batch.obs_future, 4)
+    logits, psi_future = critic.logits_and_psi(batch.obs_t, same, batch.obs_future)
+    positive = torch.diagonal(logits)
+    loss, _ = action_contrastive_loss(critic, positive, batch.obs_t, same, psi_future, 4)
     assert float(loss) == pytest.approx(math.log(5), rel=1e-12)
     loss, _ = contrastive_critic_loss(critic, batch, 1e-3, "infonce", 1.0, 4)
     loss.backward()  # the term trains both encoders: phi through the actions, psi the futures
     assert all(p.grad is not None and bool(p.grad.abs().sum() > 0) for p in critic.parameters())
     with pytest.raises(ValueError, match="action_negatives must be in"):
-        action_contrastive_loss(critic, positive, batch.obs_t, same, batch.obs_future, 6)
+        action_contrastive_loss(critic, positive, batch.obs_t, same, psi_future, 6)
 
 
 def test_learner_trains_and_logs_the_term():

@@ -188,6 +188,13 @@ class ContrastiveCritic(nn.Module):
 
         Row ``i`` scores anchor ``i`` against every future state; positives on the diagonal.
         """
+        return self.logits_and_psi(obs_t, action_t, obs_future)[0]
+
+    def logits_and_psi(
+        self, obs_t: torch.Tensor, action_t: torch.Tensor, obs_future: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`logits` and the ``psi(obs_future)`` ``(B', latent_dim)`` they were made from, for a
+        loss that scores the same futures again (``action_contrastive_loss``)."""
         check_trailing(obs_t, self.obs_shape, "logits obs_t", min_batch_dims=1)
         if obs_t.dim() != len(self.obs_shape) + 1 or obs_future.dim() != obs_t.dim():
             raise ValueError(
@@ -196,7 +203,7 @@ class ContrastiveCritic(nn.Module):
             )
         phi = self.phi(obs_t, action_t)
         psi = self.psi(obs_future)
-        return (phi @ psi.T) / self.temperature  # (B, d) @ (d, B'): a plain mm, faster than einsum
+        return (phi @ psi.T) / self.temperature, psi  # (B, d) @ (d, B'): a plain mm
 
     def extra_repr(self) -> str:
         return (

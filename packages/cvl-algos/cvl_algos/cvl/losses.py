@@ -143,12 +143,12 @@ def contrastive_critic_loss(
         obs_future.shape,
     )
     assert obs_t.shape[1:] == obs_future.shape[1:], (obs_t.shape, obs_future.shape)
-    logits = critic.logits(obs_t, action_t, obs_future)
+    logits, psi_future = critic.logits_and_psi(obs_t, action_t, obs_future)
     loss, metrics = CRITIC_OBJECTIVES[objective](logits, lambda_partition)
     if action_contrast_weight > 0.0:
         positive = torch.diagonal(logits)
         loss_a, metrics_a = action_contrastive_loss(
-            critic, positive, obs_t, action_t, obs_future, action_negatives
+            critic, positive, obs_t, action_t, psi_future, action_negatives
         )
         loss, metrics = loss + action_contrast_weight * loss_a, {**metrics, **metrics_a}
     return loss, metrics
@@ -159,7 +159,7 @@ def action_contrastive_loss(
     positive: Tensor,
     obs_t: Tensor,
     action_t: Tensor,
-    obs_future: Tensor,
+    psi_future: Tensor,
     num_negatives: int,
 ) -> tuple[Tensor, dict]:
     """Which action led from ``s_i`` to ``s+_i``: InfoNCE over actions instead of futures.
@@ -167,7 +167,8 @@ def action_contrastive_loss(
     ``-mean_i log softmax_k f(s_i, a_k, s+_i)`` at ``k = i``, over the anchor's own action and
     ``num_negatives`` other anchors' actions ``a_{(i+k) mod B}``, k = 1..K (the batch's anchors
     are drawn at random, so these are draws of the data's action marginal; no random numbers
-    are used). ``positive`` (B,) is ``f(s_i, a_i, s+_i)``, the diagonal of eq. 9's logits.
+    are used). ``positive`` (B,) is ``f(s_i, a_i, s+_i)``, the diagonal of eq. 9's logits, and
+    ``psi_future`` (B, d) is ``psi(s+_i)``, the embedding those logits were made from.
 
     Why: eq. 9's negatives are other anchors' futures, and on Meta-World each episode's object
     and goal placement is in the observation, so the critic can tell futures apart by the state
@@ -187,7 +188,6 @@ def action_contrastive_loss(
     action_neg = rearrange(action_t[index], "k b a -> (k b) a")
     obs_rep = repeat(obs_t, "b ... -> (k b) ...", k=num_negatives)
     phi_neg = rearrange(critic.phi(obs_rep, action_neg), "(k b) d -> k b d", k=num_negatives)
-    psi_future = critic.psi(obs_future)
     negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
     loss = -F.log_softmax(logits, dim=1)[:, 0].mean()
