@@ -122,7 +122,8 @@ def main() -> None:
         write_json_atomic(args.out, summarise(args.summarise))
         return
     torch.set_num_threads(1)
-    train_config = json.loads((args.run / "config.json").read_text())["train_config"]
+    run_config = json.loads((args.run / "config.json").read_text())
+    train_config = run_config["train_config"]
     dataset = open_dataset(args.dataset or train_config["dataset"])
     learner = load_learner(args.run / "final", device="cpu", restore_global_rng=False)
     index = NeighbourIndex.from_dataset(dataset)
@@ -135,7 +136,7 @@ def main() -> None:
         rules.update({f"q{k}": neighbour_policy(index, k, q) for k in args.k})
     except ValueError as error:  # BC and filtered BC: no critic to choose with
         print(f"no Q rules: {error}")
-    task = train_config["task"]
+    task = run_config["task"]  # the run's resolved task (train_config's is None when inferred)
     results = {}
     print(f"{args.run} ({task}, {args.episodes} episodes, evaluation seed {args.eval_seed})")
     print(f"{'rule':>8s} {'success':>8s} {'return':>8s} {'normalised':>11s}")
