@@ -9,7 +9,10 @@ the same seeded episodes:
 - ``q<k>``: the best by Q of the actions at the ``k`` nearest data states
   (`cvl_eval.analysis.neighbour_selection`), Q from the run's critic (CVL: the direct estimator
   over ``--num-futures`` data futures; CQL and IQL: the twin Q; BC and filtered BC have no
-  critic and get the first two rules only).
+  critic and get the first two rules only);
+- ``pq<k>`` (with ``--with-policy``): the same, with the learner's own action as one more
+  candidate that wins ties (a search that keeps the policy's action unless the critic ranks a
+  nearby data action higher).
 
 Prints success, mean return and mean expert-normalised return per rule, and writes them (with
 every episode) to ``--out`` as JSON. ``--summarise`` reads such files (one per task and seed)
@@ -55,6 +58,12 @@ def parse_args() -> argparse.Namespace:
         help="score the candidates by the mean Q of these runs' critics (an ensemble, e.g. the "
         "other seeds on the same data) instead of the run's own",
     )
+    parser.add_argument(
+        "--with-policy",
+        action="store_true",
+        help="also the pq<k> rules: the learner's own action joins the k neighbours' actions",
+    )
+    parser.add_argument("--rules", nargs="+", help="evaluate only these rules (default: all)")
     parser.add_argument("--out", type=Path, required=True, help="JSON output file")
     args = parser.parse_args()
     if (args.run is None) == (args.summarise is None):
@@ -134,8 +143,15 @@ def main() -> None:
         else:
             q = q_function(learner, dataset, num_futures=args.num_futures, seed=args.eval_seed)
         rules.update({f"q{k}": neighbour_policy(index, k, q) for k in args.k})
+        if args.with_policy:
+            rules.update({f"pq{k}": neighbour_policy(index, k, q, learner.act) for k in args.k})
     except ValueError as error:  # BC and filtered BC: no critic to choose with
         print(f"no Q rules: {error}")
+    if args.rules:
+        unknown = sorted(set(args.rules) - set(rules))
+        if unknown:
+            raise SystemExit(f"--rules: no rule {unknown[0]!r} for this run; have {list(rules)}")
+        rules = {name: rules[name] for name in args.rules}
     task = run_config["task"]  # the run's resolved task (train_config's is None when inferred)
     results = {}
     print(f"{args.run} ({task}, {args.episodes} episodes, evaluation seed {args.eval_seed})")

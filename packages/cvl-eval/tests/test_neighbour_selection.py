@@ -69,12 +69,36 @@ def test_the_policy_takes_the_neighbours_action_of_highest_q():
     np.testing.assert_array_equal(nearest, actions[[2, 8, 0]])
 
 
+def test_the_policys_own_action_is_a_candidate_that_wins_ties():
+    """With a base policy, its action joins the neighbours' actions: chosen where Q ranks it
+    above them or level with the best of them, a neighbour's action where one is higher."""
+    data_obs = np.arange(6, dtype=np.float32).reshape(6, 1)
+    # Q reads only the first dimension; the second tells the own action from a data action.
+    actions = np.array([[0.0, 0], [0.1, 0], [0.2, 0], [0.3, 0], [0.4, 0], [0.5, 0]], np.float32)
+    index = NeighbourIndex(data_obs, actions)
+    own = np.array([[0.25, 7], [0.9, 7], [0.3, 7]], dtype=np.float32)
+
+    def q(obs, action):  # prefers a first dimension near 0.3 at every state
+        return -np.abs(action[:, 0] - 0.3)
+
+    obs = np.array([[0.1], [5.0], [3.0]], dtype=np.float32)
+    got = neighbour_policy(index, 2, q, base=lambda o: own)(obs)
+    # state 0.1: neighbours 0.0, 0.1; own 0.25 is closer to 0.3 -> own.
+    # state 5.0: neighbours 0.5, 0.4; own 0.9 is worse -> 0.4.
+    # state 3.0: neighbours 0.3, 0.2 (or 0.4); own 0.3 ties with 0.3 -> own (first).
+    np.testing.assert_array_equal(got, np.stack([own[0], actions[4], own[2]]))
+    without = neighbour_policy(index, 2, q)(obs)
+    np.testing.assert_array_equal(without[:2], actions[[1, 4]])
+
+
 def test_refusals():
     index = NeighbourIndex(np.zeros((4, 2), np.float32), np.zeros((4, 1), np.float32))
     with pytest.raises(ValueError, match="k must be in"):
         index.nearest(np.zeros((1, 2)), 5)
     with pytest.raises(ValueError, match="only k=1"):
         neighbour_policy(index, 2, None)
+    with pytest.raises(ValueError, match="only when a critic"):
+        neighbour_policy(index, 1, None, base=lambda o: o)
     with pytest.raises(ValueError, match="observations and"):
         NeighbourIndex(np.zeros((4, 2)), np.zeros((3, 1)))
 

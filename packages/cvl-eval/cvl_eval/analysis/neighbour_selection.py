@@ -71,23 +71,36 @@ class NeighbourIndex:
 
 
 def neighbour_policy(
-    index: NeighbourIndex, k: int, q: QFunction | None
+    index: NeighbourIndex,
+    k: int,
+    q: QFunction | None,
+    base: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """A batched policy (B, obs_dim) -> (B, A) for `cvl_eval.rollout.evaluate.evaluate_policy`:
     the best of the ``k`` nearest states' data actions by ``q`` (ties to the nearest), or
-    without ``q`` the nearest state's action (``k`` must then be 1)."""
+    without ``q`` the nearest state's action (``k`` must then be 1).
+
+    With ``base`` (a batched policy, e.g. a learner's ``act``), its action is one more
+    candidate, placed first, so it wins ties: the search keeps the policy's own action and
+    leaves it only for a data action the critic ranks higher."""
     if q is None and k != 1:
         raise ValueError(
             f"without a critic only k=1 (the nearest state's action) is defined, got k={k}"
         )
+    if q is None and base is not None:
+        raise ValueError("a base policy's action is a candidate only when a critic chooses")
 
     def act(obs: np.ndarray) -> np.ndarray:
         candidates = index.candidates(obs, k)
         if q is None:
             return candidates[0].numpy()
-        obs_rep = repeat(np.asarray(obs, dtype=np.float32), "b d -> (k b) d", k=k)
-        q_values = q(obs_rep, rearrange(candidates, "k b a -> (k b) a").numpy())
-        q_values = rearrange(torch.as_tensor(q_values), "(k b) -> k b", k=k)
+        if base is not None:
+            own = torch.as_tensor(np.asarray(base(obs), dtype=np.float32))
+            candidates = torch.cat([rearrange(own, "b a -> 1 b a"), candidates])
+        n = len(candidates)
+        obs_rep = repeat(np.asarray(obs, dtype=np.float32), "b d -> (n b) d", n=n)
+        q_values = q(obs_rep, rearrange(candidates, "n b a -> (n b) a").numpy())
+        q_values = rearrange(torch.as_tensor(q_values), "(n b) -> n b", n=n)
         return best_by_q(candidates, q_values).numpy()
 
     return act
