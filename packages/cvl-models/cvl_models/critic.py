@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange, repeat
 from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
@@ -68,10 +69,27 @@ class StateActionEmbedding(nn.Module):
         obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
         act_batch = check_trailing(action, (self.action_dim,), "phi action")
         check_same_batch(obs_batch, act_batch, "phi(obs, action)")
-        encoded = self.encoder(obs)
-        features = torch.cat([encoded, action.to(encoded.dtype)], dim=-1)
-        out = self.mlp(features)
+        return self.head(self.encoder(obs), action)
+
+    def head(self, encoded: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """The part after the encoder: ``encoder(s)`` (B, E) and ``a`` (B, A) -> (B, latent)."""
+        out = self.mlp(torch.cat([encoded, action.to(encoded.dtype)], dim=-1))
         return l2_normalize(out) if self.normalize else out
+
+    def of_actions(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``phi(s_b, a_kb)`` for ``K`` actions at each of ``B`` states: (B, ...) and (K, B, A)
+        -> (K, B, latent). The encoder runs once per state, not once per pair (for pixels an
+        IMPALA pass is most of ``phi``'s cost)."""
+        obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
+        if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
+            raise ValueError(
+                f"phi actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
+                f"got {tuple(actions.shape)}"
+            )
+        num_actions = actions.shape[0]
+        encoded = repeat(self.encoder(obs), "b e -> (k b) e", k=num_actions)
+        out = self.head(encoded, rearrange(actions, "k b a -> (k b) a"))
+        return rearrange(out, "(k b) d -> k b d", k=num_actions)
 
 
 class StateEmbedding(nn.Module):
@@ -176,6 +194,11 @@ class ContrastiveCritic(nn.Module):
     def phi(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """State-action embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
         return self.phi_net(obs, action)
+
+    def phi_of_actions(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``phi`` of ``K`` actions at each state: (B, ...), (K, B, A) -> (K, B, latent_dim),
+        encoding each state once (`StateActionEmbedding.of_actions`)."""
+        return self.phi_net.of_actions(obs, actions)
 
     def psi(self, obs: torch.Tensor) -> torch.Tensor:
         """Future-state embedding ``(B, latent_dim)`` (any batch shape ``B``)."""

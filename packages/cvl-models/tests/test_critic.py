@@ -114,6 +114,25 @@ def test_no_leakage_across_batch(batch, index, seed):
     torch.testing.assert_close(l1[index, index], l2[index, index])
 
 
+@pytest.mark.parametrize("obs_shape", [(5,), (32, 32, 3)])
+def test_phi_of_actions_is_phi_of_each_pair(obs_shape):
+    """K actions at each state, the encoder run once per state: the same as phi of each
+    (state, action) pair one at a time, and gradients reach the encoder."""
+    torch.manual_seed(0)
+    critic = ContrastiveCritic(obs_shape, 3, latent_dim=4, hidden=HIDDEN)
+    obs, actions = _obs((5,), obs_shape), torch.rand(2, 5, 3) * 2 - 1
+    got = critic.phi_of_actions(obs, actions)
+    assert got.shape == (2, 5, 4)
+    for k in range(2):
+        for b in range(5):
+            want = critic.phi(obs[b : b + 1], actions[k, b : b + 1])[0]
+            torch.testing.assert_close(got[k, b], want, rtol=1e-5, atol=1e-6)
+    got.sum().backward()
+    assert all(p.grad is not None for p in critic.phi_net.encoder.parameters())
+    with pytest.raises(ValueError, match="phi actions: expected"):
+        critic.phi_of_actions(obs, actions[:, :4])
+
+
 def test_rejects_bad_inputs():
     critic = ContrastiveCritic((5,), 3, hidden=HIDDEN)
     with pytest.raises(ValueError):

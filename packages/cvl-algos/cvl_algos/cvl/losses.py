@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange, reduce, repeat
+from einops import rearrange, reduce
 from torch import Tensor, nn
 
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
@@ -185,9 +185,7 @@ def action_contrastive_loss(
         raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num_negatives}")
     shifts = torch.arange(1, num_negatives + 1, device=action_t.device)
     index = (torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")) % batch
-    action_neg = rearrange(action_t[index], "k b a -> (k b) a")
-    obs_rep = repeat(obs_t, "b ... -> (k b) ...", k=num_negatives)
-    phi_neg = rearrange(critic.phi(obs_rep, action_neg), "(k b) d -> k b d", k=num_negatives)
+    phi_neg = critic.phi_of_actions(obs_t, action_t[index])  # (K, B, d), one encoder pass
     negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
     loss = -F.log_softmax(logits, dim=1)[:, 0].mean()
