@@ -23,11 +23,11 @@ psi 1_089_600 + 230_976 = 1_320_576, total 2_643_456.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange, repeat
+from einops import repeat
 from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
@@ -35,6 +35,14 @@ from cvl_models.encoder import make_encoder
 from cvl_models.mlp import Torso, make_mlp
 
 __all__ = ["ContrastiveCritic", "StateActionEmbedding", "StateEmbedding", "l2_normalize"]
+
+ModuleCall = Callable[..., torch.Tensor]
+"""How a sub-network is run: ``call(module, *args)``."""
+
+
+def _call(module: nn.Module, *args: torch.Tensor) -> torch.Tensor:
+    return module(*args)
+
 
 NORM_EPS = 1e-6
 MIN_TEMPERATURE = 0.01
@@ -71,25 +79,30 @@ class StateActionEmbedding(nn.Module):
         check_same_batch(obs_batch, act_batch, "phi(obs, action)")
         return self.head(self.encoder(obs), action)
 
-    def head(self, encoded: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        """The part after the encoder: ``encoder(s)`` (B, E) and ``a`` (B, A) -> (B, latent)."""
-        out = self.mlp(torch.cat([encoded, action.to(encoded.dtype)], dim=-1))
+    def head(
+        self, encoded: torch.Tensor, action: torch.Tensor, call: ModuleCall = _call
+    ) -> torch.Tensor:
+        """The part after the encoder: ``encoder(s)`` (..., E) and ``a`` (..., A) -> (...,
+        latent), the DenseNet run through ``call``."""
+        out = call(self.mlp, torch.cat([encoded, action.to(encoded.dtype)], dim=-1))
         return l2_normalize(out) if self.normalize else out
 
-    def of_actions(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    def of_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor, call: ModuleCall = _call
+    ) -> torch.Tensor:
         """``phi(s_b, a_kb)`` for ``K`` actions at each of ``B`` states: (B, ...) and (K, B, A)
         -> (K, B, latent). The encoder runs once per state, not once per pair (for pixels an
-        IMPALA pass is most of ``phi``'s cost)."""
+        IMPALA pass is most of ``phi``'s cost). ``call(module, *args)`` runs the encoder and the
+        DenseNet (default: plainly; the policy loss passes ``cvl_algos``' ``frozen_call`` so
+        that no gradient reaches the critic's parameters)."""
         obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
         if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
             raise ValueError(
                 f"phi actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
                 f"got {tuple(actions.shape)}"
             )
-        num_actions = actions.shape[0]
-        encoded = repeat(self.encoder(obs), "b e -> (k b) e", k=num_actions)
-        out = self.head(encoded, rearrange(actions, "k b a -> (k b) a"))
-        return rearrange(out, "(k b) d -> k b d", k=num_actions)
+        encoded = repeat(call(self.encoder, obs), "b e -> k b e", k=actions.shape[0])
+        return self.head(encoded, actions, call)
 
 
 class StateEmbedding(nn.Module):

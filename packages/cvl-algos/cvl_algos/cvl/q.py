@@ -15,7 +15,7 @@ from einops import einsum, rearrange, reduce, repeat
 from torch import Tensor, nn
 
 from cvl_algos.common import frozen_call
-from cvl_models import StateActionEmbedding, l2_normalize
+from cvl_models import StateActionEmbedding
 
 
 def q_direct_from_latents(
@@ -207,9 +207,9 @@ def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
     to the actions (the policy's reparameterised samples) but never reach the critic's
     parameters, which the policy loss must leave untouched; the critic is not modified
     (``frozen_call``: no ``requires_grad`` toggling). When ``critic.phi_net`` is the
-    ``cvl_models`` ``StateActionEmbedding`` (encoder -> concat action -> DenseNet -> optional
-    l2 norm), each state is encoded once rather than N times (an IMPALA pass per image instead
-    of N); otherwise ``phi_net`` runs on the states repeated N times. Both give ``critic.phi``.
+    ``cvl_models`` ``StateActionEmbedding``, its ``of_actions`` encodes each state once rather
+    than N times (an IMPALA pass per image instead of N); otherwise ``phi_net`` runs on the
+    states repeated N times. Both give ``critic.phi``.
     """
     net = critic.phi_net
 
@@ -220,9 +220,7 @@ def detached_phi(critic: nn.Module) -> Callable[[Tensor, Tensor], Tensor]:
         )
         n = actions.shape[0]
         if isinstance(net, StateActionEmbedding):
-            features = repeat(frozen_call(net.encoder, obs_t), "b f -> n b f", n=n)
-            out = frozen_call(net.mlp, torch.cat([features, actions.to(features.dtype)], dim=-1))
-            return l2_normalize(out) if net.normalize else out
+            return net.of_actions(obs_t, actions, call=frozen_call)
         obs_rep = repeat(obs_t, "b ... -> (n b) ...", n=n)
         out = frozen_call(net, obs_rep, rearrange(actions, "n b a -> (n b) a"))
         return rearrange(out, "(n b) d -> n b d", n=n)
