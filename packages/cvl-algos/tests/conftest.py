@@ -163,11 +163,14 @@ def batch():
     return make_transition_batch()
 
 
-def check_save_load_act_resume(build: Callable, tmp_path, updates: int = 6):
-    """A contrastive learner from ``build()`` saved halfway through ``updates`` updates: loads
-    equal, acts identically (deterministic and sampled), acts deterministically, and resumes
-    bit-equal to the learner trained straight through (returned)."""
-    batches = [make_contrastive_batch(i) for i in range(updates)]
+def check_save_load_act_resume(
+    build: Callable, tmp_path, updates: int = 6, batch_fn: Callable = make_contrastive_batch
+):
+    """A contrastive learner from ``build()`` saved halfway through ``updates`` updates (batches
+    ``batch_fn(i)``): loads equal, acts identically (deterministic and sampled), acts
+    deterministically, and resumes bit-equal to the learner trained straight through
+    (returned)."""
+    batches = [batch_fn(i) for i in range(updates)]
     straight = build()
     metrics = [straight.update(b) for b in batches]
     assert all(np.isfinite(float(v)) for m in metrics for v in m.values())
@@ -194,12 +197,14 @@ def check_save_load_act_resume(build: Callable, tmp_path, updates: int = 6):
     return straight
 
 
-def check_vectorised_equals_alone(build: Callable, updates: int = 40, seeds=(0, 1)) -> None:
+def check_vectorised_equals_alone(
+    build: Callable, updates: int = 40, seeds=(0, 1), batch_fn: Callable = make_contrastive_batch
+) -> None:
     """``build(seed)``'s learners updated together by a `VectorisedLearner` end equal (within
-    float rounding) to each seed trained alone on its own contrastive batches."""
+    float rounding) to each seed trained alone on its own contrastive batches (``batch_fn``)."""
     from cvl_algos.vectorised import VectorisedLearner
 
-    streams = [[make_contrastive_batch(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
+    streams = [[batch_fn(100 * (s + 1) + i) for i in range(updates)] for s in seeds]
     alone = []
     for seed, stream in zip(seeds, streams, strict=True):
         learner = build(seed)

@@ -4,6 +4,8 @@ gradient isolation, the learner's checkpoints, resumption and vectorised seeds."
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -48,6 +50,8 @@ VARIANTS = [
         {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 1.0, "bc_q_weight_baseline": "mode"},
     ),
 ]
+TOP = {"policy_extraction": "ddpgbc", "bc_top_fraction": 0.2, "sampler_mode": "uniform"}
+"""DDPG+BC cloning the top episodes only; its batches carry the sampler's flags."""
 
 
 def linear_q(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
@@ -205,6 +209,39 @@ def test_ddpg_bc_mode_baseline_ignores_the_states_value() -> None:
     assert not torch.allclose(bcs["linear", "none"], bcs["shifted", "none"])
 
 
+def with_top_flags(batch: ContrastiveBatch) -> ContrastiveBatch:
+    """``batch`` with ``behaviour_weight`` flagging every third anchor, the first among them."""
+    flags = (torch.arange(batch.batch_size) % 3 == 0).float().to(batch.obs_t.device)
+    return dataclasses.replace(batch, behaviour_weight=flags)
+
+
+@pytest.mark.parametrize("q_weight_beta", [0.0, 2.0])
+def test_ddpg_bc_top_episodes_clone_only_the_flagged_anchors(q_weight_beta: float) -> None:
+    """With the sampler's ``behaviour_weight`` the behaviour term averages over the flagged
+    anchors only (times their Q weights, if any), while the Q term keeps every anchor: the
+    naive reference computes the term on the flagged sub-batch."""
+    _, policy, _ = make_nets(3)
+    batch = with_top_flags(make_batch(7, seed=2))
+    alpha = 0.3
+    loss, metrics = ddpg_bc_policy_loss(
+        policy, linear_q, batch, alpha=alpha, q_weight_beta=q_weight_beta
+    )
+    qs, q_data, log_probs = [], [], []
+    for b in range(7):
+        obs = batch.obs_t[b : b + 1]
+        qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
+        q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
+        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
+    q, kept = torch.stack(qs), [0, 3, 6]
+    weights = q_weights(torch.stack(q_data), q_weight_beta)[kept]
+    bc = -(weights * torch.stack(log_probs)[kept]).sum() / weights.sum()
+    torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
+    torch.testing.assert_close(metrics["policy_bc"], bc)
+    everyone = ddpg_bc_policy_loss(policy, linear_q, make_batch(7, seed=2), alpha=alpha)[1]
+    torch.testing.assert_close(metrics["policy_q_term"], everyone["policy_q_term"])
+    assert not torch.allclose(metrics["policy_bc"], everyone["policy_bc"])
+
+
 @pytest.mark.parametrize("q_weight_beta, baseline", [(0.0, "none"), (2.0, "none"), (2.0, "mode")])
 @pytest.mark.parametrize("estimator", ["rff", "mc"])
 def test_ddpg_bc_gradient_isolation_and_no_mutation(
@@ -337,6 +374,21 @@ def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> N
     check_vectorised_equals_alone(build, updates=40)
 
 
+@pytest.mark.parametrize("name", ["cvl", "cvl_mc"])
+def test_top_episode_cloning_saves_loads_resumes_and_vectorises(name: str, tmp_path) -> None:
+    """``bc_top_fraction``: the learner's checkpoints, resumption and vectorised seeds, on
+    batches whose ``behaviour_weight`` flags some anchors."""
+
+    def batch_fn(i: int) -> ContrastiveBatch:
+        return with_top_flags(make_contrastive_batch(i))
+
+    def build(seed: int = 4):
+        return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **TOP)
+
+    check_save_load_act_resume(build, tmp_path, batch_fn=batch_fn)
+    check_vectorised_equals_alone(build, updates=20, batch_fn=batch_fn)
+
+
 def test_config_refuses_what_does_not_fit() -> None:
     with pytest.raises(ValueError, match="act_candidates"):
         make_learner("cvl", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", act_candidates=4)
@@ -356,6 +408,21 @@ def test_config_refuses_what_does_not_fit() -> None:
         make_learner(
             "cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_q_weight_baseline="v"
         )
+    for fraction, extraction, mode in [
+        (0.0, "ddpgbc", "uniform"),
+        (1.5, "ddpgbc", "uniform"),
+        (0.2, "flow", "uniform"),
+        (0.2, "ddpgbc", "episode"),
+    ]:
+        with pytest.raises(ValueError, match="bc_top_fraction must lie in"):
+            make_learner(
+                "cvl_mc",
+                (OBS_DIM,),
+                ACTION_DIM,
+                policy_extraction=extraction,
+                bc_top_fraction=fraction,
+                sampler_mode=mode,
+            )
     with pytest.raises(ValueError, match="'mode' with bc_q_weight_beta > 0"):
         make_learner(
             "cvl_mc",

@@ -242,15 +242,15 @@ def test_pixel_observations_flow_through() -> None:
     assert learner.act(pixels.numpy()).shape == (4, ACTION_DIM)
 
 
-def test_shared_start_sampler_from_the_config(tmp_path) -> None:
-    """``sampler_mode="shared_start"`` builds blocks of ``batch_size / start_groups`` anchors
-    whose episodes share their first observation; other values are refused."""
+def write_six_episodes(path):
+    """Six 4-step episodes: episode e's rewards are all e (so its return ranks it), its first
+    observation e % 2 and its later ones 10 + e."""
     from cvl_data import DatasetSpec, DatasetWriter, open_dataset
 
     spec = DatasetSpec(
         "Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True
     )
-    with DatasetWriter(tmp_path / "ds", spec, durable=False) as writer:
+    with DatasetWriter(path, spec, durable=False) as writer:
         for e in range(6):  # episodes 0, 2, 4 start at 0; 1, 3, 5 at 1; later states by episode
             obs = np.full((5, 5), 10.0 + e, np.float32)
             obs[0] = e % 2
@@ -261,7 +261,13 @@ def test_shared_start_sampler_from_the_config(tmp_path) -> None:
                 terminated=np.zeros(4, bool),
                 truncated=np.array([False, False, False, True]),
             )
-    dataset = open_dataset(tmp_path / "ds")
+    return open_dataset(path)
+
+
+def test_shared_start_sampler_from_the_config(tmp_path) -> None:
+    """``sampler_mode="shared_start"`` builds blocks of ``batch_size / start_groups`` anchors
+    whose episodes share their first observation; other values are refused."""
+    dataset = write_six_episodes(tmp_path / "ds")
     learner = make_learner(
         "cvl_mc", (5,), 2, batch_size=12, sampler_mode="shared_start", start_groups=3, **TINY
     )
@@ -274,3 +280,16 @@ def test_shared_start_sampler_from_the_config(tmp_path) -> None:
         make_learner("cvl_mc", (5,), 2, batch_size=12, sampler_mode="shared_start", start_groups=5)
     with pytest.raises(ValueError, match="sampler_mode must be"):
         make_learner("cvl_mc", (5,), 2, sampler_mode="grouped")
+
+
+def test_top_episode_flags_from_the_config(tmp_path) -> None:
+    """``bc_top_fraction=0.5`` gives the learner's sampler the flags of the three episodes of
+    highest return, and the learner trains on its batches; at 1 the batches carry none."""
+    dataset = write_six_episodes(tmp_path / "ds")
+    top = {"policy_extraction": "ddpgbc", "sampler_mode": "uniform", "batch_size": 12}
+    learner = make_learner("cvl_mc", (5,), 2, bc_top_fraction=0.5, **top, **TINY)
+    batch = learner.make_sampler(dataset, "cpu", seed=0).sample()
+    np.testing.assert_array_equal(batch.behaviour_weight.numpy(), batch.reward_t.numpy() >= 3)
+    assert all(np.isfinite(v) for v in learner.update(batch).values())
+    plain = make_learner("cvl_mc", (5,), 2, **top, **TINY)
+    assert plain.make_sampler(dataset, "cpu", seed=0).sample().behaviour_weight is None

@@ -23,7 +23,10 @@ class ContrastiveBatch:
     ``action_t``: ``(B, *action_shape)`` float32; ``reward_t`` (= ``r_t``) and ``reward_future``
     (= ``r_{t+k-1}``, the arrival reward of ``s_{t+k}``, for eq. 11-12): ``(B,)`` float32, None
     for reward-free data; ``done``: ``(B,)`` float32, ``terminated`` of step ``t``; ``offset``:
-    ``(B,)`` int64, ``k >= 1``; ``task_id``: ``(B,)`` int64, None for a single dataset.
+    ``(B,)`` int64, ``k >= 1``; ``task_id``: ``(B,)`` int64, None for a single dataset;
+    ``behaviour_weight``: ``(B,)`` float32, 1 where the anchor's episode is among the top
+    episodes by return and 0 elsewhere (`ContrastiveSampler`'s ``behaviour_top_fraction``, for
+    the policy's behaviour term), None when every anchor counts.
     """
 
     obs_t: torch.Tensor
@@ -35,10 +38,11 @@ class ContrastiveBatch:
     reward_future: torch.Tensor | None
     offset: torch.Tensor
     task_id: torch.Tensor | None
+    behaviour_weight: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         tensors = (self.action_t, self.reward_t, self.obs_next, self.done, self.obs_future)
-        tensors += (self.reward_future, self.offset, self.task_id)
+        tensors += (self.reward_future, self.offset, self.task_id, self.behaviour_weight)
         _check_leading("ContrastiveBatch", self.obs_t.shape[0], tensors)
 
     @property

@@ -19,6 +19,7 @@ from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.device_data import DeviceData
 from cvl_data.geometric import check_discount, sample_truncated_geometric
 from cvl_data.source import EpisodeSource, step_episode_index
+from cvl_data.subset import top_episode_indices
 
 Mode = Literal["uniform", "episode", "shared_start"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -99,6 +100,10 @@ class ContrastiveSampler(_DeviceSampler):
             draws; an episode whose start no other shares forms its own group).
         seed: seed of the sampler's generator.
         start_groups: blocks per batch in ``"shared_start"`` mode (must divide ``batch_size``).
+        behaviour_top_fraction: if given, each batch carries ``behaviour_weight``: 1 for anchors
+            of the ``ceil(fraction * E)`` episodes of highest return (`top_episode_indices`,
+            filtered BC's selection), 0 for the others; the anchors themselves are drawn as
+            without it. Needs rewards.
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class ContrastiveSampler(_DeviceSampler):
         mode: Mode = "uniform",
         seed: int = 0,
         start_groups: int = 8,
+        behaviour_top_fraction: float | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -123,6 +129,9 @@ class ContrastiveSampler(_DeviceSampler):
                     f"start_groups must divide batch_size {self.batch_size}, got {start_groups!r}"
                 )
             self._groups = StartGroups.of(self.data)
+        self.behaviour_weight: torch.Tensor | None = None
+        if behaviour_top_fraction is not None:
+            self.behaviour_weight = _top_episode_steps(dataset, behaviour_top_fraction, self.device)
 
     def _shared_start_steps(self) -> torch.Tensor:
         """``start_groups`` blocks: a uniform step, then steps uniform within its start group."""
@@ -186,7 +195,20 @@ class ContrastiveSampler(_DeviceSampler):
             reward_future=reward_future,
             offset=offset,
             task_id=_gather(data.task_ids, step_t),
+            behaviour_weight=_gather(self.behaviour_weight, step_t),
         )
+
+
+def _top_episode_steps(dataset: EpisodeSource, fraction: float, device: torch.device):
+    """``(num_steps,)`` float32 on ``device``: 1 at the steps of `top_episode_indices`, else 0."""
+    if not dataset.spec.has_rewards:
+        raise ValueError(
+            f"behaviour_top_fraction ranks episodes by return; {dataset.spec.task!r} has no rewards"
+        )
+    top = np.zeros(dataset.num_episodes, dtype=np.float32)
+    top[top_episode_indices(dataset, fraction)] = 1.0
+    steps = top[step_episode_index(np.asarray(dataset.episode_offsets, np.int64))]
+    return torch.as_tensor(steps, device=device)
 
 
 @dataclass(frozen=True)

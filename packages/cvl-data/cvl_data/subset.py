@@ -133,9 +133,16 @@ def top_episodes(source: EpisodeSource, fraction: float) -> EpisodeSubset:
 
     Filtered BC's data ("BC on the top x% episodes by return"). ``fraction`` in (0, 1].
     """
+    chosen = top_episode_indices(source, fraction)
+    return select_episodes(source, chosen, note=f"top {fraction:.0%} by return")
+
+
+def top_episode_indices(source: EpisodeSource, fraction: float) -> np.ndarray:
+    """``(K,)`` int64, increasing: the indices of `top_episodes`' episodes, ``K = ceil(fraction
+    * E)`` (at least 1) of highest return, ties to the earlier episode."""
     if not 0.0 < fraction <= 1.0:
         raise DatasetError(f"top_episodes: fraction must lie in (0, 1], got {fraction}")
     returns = episode_returns(source)
     keep = max(1, math.ceil(fraction * len(returns)))
     order = np.lexsort((np.arange(len(returns)), -returns))[:keep]
-    return select_episodes(source, np.sort(order), note=f"top {fraction:.0%} by return")
+    return np.sort(order).astype(np.int64)

@@ -313,3 +313,33 @@ def test_shared_start_refuses_groups_that_do_not_divide_the_batch(write_encoded)
     for groups in (0, 3, 9):
         with pytest.raises(ValueError, match="start_groups must divide batch_size 8"):
             ContrastiveSampler(dataset, 8, mode="shared_start", start_groups=groups)
+
+
+@SETTINGS
+@given(lengths=lengths_st, fraction=st.floats(0.01, 1.0), seed=st.integers(0, 2**31 - 1))
+def test_behaviour_weight_flags_the_top_episodes_by_return(write_encoded, lengths, fraction, seed):
+    """``behaviour_top_fraction`` flags exactly the anchors of the ceil(f * E) episodes of highest
+    return (ties to the earlier episode), and draws the same anchors as a sampler without it."""
+    dataset = write_encoded(lengths, seed=seed % 7)
+    flagged = ContrastiveSampler(dataset, 32, seed=seed, behaviour_top_fraction=fraction)
+    plain = ContrastiveSampler(dataset, 32, seed=seed)
+    offsets = dataset.episode_offsets
+    returns = [
+        float(np.sum(dataset.rewards[a:b], dtype=np.float64))
+        for a, b in zip(offsets[:-1], offsets[1:])
+    ]
+    keep = max(1, int(np.ceil(fraction * len(returns))))
+    top = set(sorted(range(len(returns)), key=lambda e: (-returns[e], e))[:keep])
+    for _ in range(3):
+        batch, reference = flagged.sample(), plain.sample()
+        assert torch.equal(batch.obs_t, reference.obs_t) and reference.behaviour_weight is None
+        assert torch.equal(batch.offset, reference.offset)
+        episodes = np.searchsorted(offsets, anchor_steps(dataset, batch), side="right") - 1
+        expected = [1.0 if e in top else 0.0 for e in episodes]
+        assert batch.behaviour_weight.tolist() == expected
+
+
+def test_behaviour_weight_needs_rewards(write_encoded):
+    dataset = write_encoded([3, 4], has_rewards=False)
+    with pytest.raises(ValueError, match="behaviour_top_fraction ranks episodes by return"):
+        ContrastiveSampler(dataset, 8, behaviour_top_fraction=0.5)

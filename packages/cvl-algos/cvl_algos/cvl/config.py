@@ -168,6 +168,13 @@ class CVLConfig:
     """"ddpgbc" with bc_q_weight_beta > 0: "none" standardises Q(s_b, a_b) itself; "mode"
     standardises the advantage over the policy's mode action, Q(s_b, a_b) - Q(s_b, mode(s_b)),
     so the weight favours a pair's action, not its state's value (not in the paper)."""
+    bc_top_fraction: float = 1.0
+    """"ddpgbc": the behaviour term's data. 1 clones every anchor (OGBench's DDPG+BC); a
+    fraction f < 1 clones only the anchors of the ``ceil(f * E)`` episodes of highest return
+    (filtered BC's selection, `cvl_data.subset.top_episode_indices`), while the critic and the
+    Q term still see every anchor: the policy stays near the best episodes' behaviour and the
+    critic improves on it (not in the paper; needs anchors from many episodes per batch, so not
+    ``sampler_mode="episode"``)."""
     flow_steps: int = 10
     """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
     flow_select_samples: int = 32
@@ -303,6 +310,16 @@ class CVLConfig:
                 f"bc_q_weight_baseline must be 'none' or 'mode' ('mode' with bc_q_weight_beta > "
                 f"0), got {self.bc_q_weight_baseline!r} with bc_q_weight_beta "
                 f"{self.bc_q_weight_beta!r}"
+            )
+        if self.bc_top_fraction != 1.0 and (
+            self.policy_extraction != "ddpgbc"
+            or not 0.0 < self.bc_top_fraction < 1.0
+            or self.sampler_mode == "episode"
+        ):
+            raise ValueError(
+                f"bc_top_fraction must lie in (0, 1] and differ from 1 only with "
+                f"policy_extraction='ddpgbc' and a sampler_mode other than 'episode', got "
+                f"{self.bc_top_fraction!r} with {self.policy_extraction!r}, {self.sampler_mode!r}"
             )
         if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
             raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")

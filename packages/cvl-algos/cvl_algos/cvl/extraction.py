@@ -84,7 +84,10 @@ def ddpg_bc_policy_loss(
     ``q_weight_baseline="mode"`` the weights are `q_weights` of the advantage over the policy's
     mode, ``Q(s_b, a_b) - Q(s_b, tanh(mean(s_b)))`` (detached), so a pair is not favoured for its
     state's value, only for its action's (advantage-weighted regression with the mode as the
-    baseline, Peng et al. 2019 use V). Only the policy gets gradients.
+    baseline, Peng et al. 2019 use V). A batch with ``behaviour_weight`` (the sampler's 0/1 flag
+    of the top episodes by return, ``CVLConfig.bc_top_fraction``) multiplies each pair's weight
+    by it, so the term clones those episodes only: ``-sum_b m_b w_b log pi(a_b|s_b) / sum_b m_b
+    w_b``. Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -107,9 +110,16 @@ def ddpg_bc_policy_loss(
             if q_weight_baseline == "mode":
                 q_data = q_data - q.detach()
             weights = q_weights(q_data, q_weight_beta)
-        bc = weighted_log_likelihood(log_prob_data, weights)
     else:
-        bc = -log_prob_data.mean()
+        weights = None
+    behaviour_weight = getattr(batch, "behaviour_weight", None)
+    if behaviour_weight is not None:
+        weights = behaviour_weight if weights is None else weights * behaviour_weight
+    bc = (
+        -log_prob_data.mean()
+        if weights is None
+        else weighted_log_likelihood(log_prob_data, weights)
+    )
     loss = q_term + alpha * bc
     metrics = {
         "policy_loss": loss.detach(),

@@ -207,10 +207,15 @@ class CVLLearner(PretrainingLearner):
 
     @property
     def sampler_options(self) -> dict[str, Any]:
-        """``start_groups`` for the ``"shared_start"`` sampler."""
-        if self.config.sampler_mode == "shared_start":
-            return {"start_groups": self.config.start_groups}
-        return {}
+        """``start_groups`` for the ``"shared_start"`` sampler; ``behaviour_top_fraction`` when
+        the behaviour term clones the top episodes only (``bc_top_fraction`` < 1)."""
+        cfg: CVLConfig = self.config
+        options: dict[str, Any] = {}
+        if cfg.sampler_mode == "shared_start":
+            options["start_groups"] = cfg.start_groups
+        if cfg.bc_top_fraction < 1.0:
+            options["behaviour_top_fraction"] = cfg.bc_top_fraction
+        return options
 
     # -- pieces of an update ----------------------------------------------------------------------
 
