@@ -216,15 +216,23 @@ def with_top_flags(batch: ContrastiveBatch) -> ContrastiveBatch:
 
 
 @pytest.mark.parametrize("q_weight_beta", [0.0, 2.0])
-def test_ddpg_bc_top_episodes_clone_only_the_flagged_anchors(q_weight_beta: float) -> None:
-    """With the sampler's ``behaviour_weight`` the behaviour term averages over the flagged
-    anchors only (times their Q weights, if any), while the Q term keeps every anchor: the
-    naive reference computes the term on the flagged sub-batch."""
+@pytest.mark.parametrize("other_weight", [0.0, 0.25])
+def test_ddpg_bc_top_episodes_weigh_the_flagged_anchors(
+    q_weight_beta: float, other_weight: float
+) -> None:
+    """With the sampler's ``behaviour_weight`` flags the behaviour term weighs a flagged anchor 1
+    and any other ``other_weight`` (times their Q weights, if any), while the Q term keeps every
+    anchor alike; at ``other_weight`` 0 the term is the flagged sub-batch's alone."""
     _, policy, _ = make_nets(3)
     batch = with_top_flags(make_batch(7, seed=2))
     alpha = 0.3
     loss, metrics = ddpg_bc_policy_loss(
-        policy, linear_q, batch, alpha=alpha, q_weight_beta=q_weight_beta
+        policy,
+        linear_q,
+        batch,
+        alpha=alpha,
+        q_weight_beta=q_weight_beta,
+        other_weight=other_weight,
     )
     qs, q_data, log_probs = [], [], []
     for b in range(7):
@@ -232,11 +240,15 @@ def test_ddpg_bc_top_episodes_clone_only_the_flagged_anchors(q_weight_beta: floa
         qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
         q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
         log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
-    q, kept = torch.stack(qs), [0, 3, 6]
-    weights = q_weights(torch.stack(q_data), q_weight_beta)[kept]
-    bc = -(weights * torch.stack(log_probs)[kept]).sum() / weights.sum()
+    q = torch.stack(qs)
+    kept = torch.tensor([1.0 if b in (0, 3, 6) else other_weight for b in range(7)])
+    weights = q_weights(torch.stack(q_data), q_weight_beta) * kept
+    bc = -(weights * torch.stack(log_probs)).sum() / weights.sum()
     torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
     torch.testing.assert_close(metrics["policy_bc"], bc)
+    if other_weight == 0.0:  # the flagged sub-batch alone
+        sub = -(weights[[0, 3, 6]] * torch.stack(log_probs)[[0, 3, 6]]).sum()
+        torch.testing.assert_close(bc, sub / weights[[0, 3, 6]].sum())
     everyone = ddpg_bc_policy_loss(policy, linear_q, make_batch(7, seed=2), alpha=alpha)[1]
     torch.testing.assert_close(metrics["policy_q_term"], everyone["policy_q_term"])
     assert not torch.allclose(metrics["policy_bc"], everyone["policy_bc"])
@@ -374,8 +386,10 @@ def test_vectorised_seeds_equal_each_seed_alone(name: str, overrides: dict) -> N
     check_vectorised_equals_alone(build, updates=40)
 
 
-@pytest.mark.parametrize("name", ["cvl", "cvl_mc"])
-def test_top_episode_cloning_saves_loads_resumes_and_vectorises(name: str, tmp_path) -> None:
+@pytest.mark.parametrize(("name", "other_weight"), [("cvl", 0.0), ("cvl_mc", 0.2)])
+def test_top_episode_cloning_saves_loads_resumes_and_vectorises(
+    name: str, other_weight: float, tmp_path
+) -> None:
     """``bc_top_fraction``: the learner's checkpoints, resumption and vectorised seeds, on
     batches whose ``behaviour_weight`` flags some anchors."""
 
@@ -383,7 +397,9 @@ def test_top_episode_cloning_saves_loads_resumes_and_vectorises(name: str, tmp_p
         return with_top_flags(make_contrastive_batch(i))
 
     def build(seed: int = 4):
-        return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **TOP)
+        return make_learner(
+            name, (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **TOP, bc_other_weight=other_weight
+        )
 
     check_save_load_act_resume(build, tmp_path, batch_fn=batch_fn)
     check_vectorised_equals_alone(build, updates=20, batch_fn=batch_fn)
@@ -422,6 +438,17 @@ def test_config_refuses_what_does_not_fit() -> None:
                 policy_extraction=extraction,
                 bc_top_fraction=fraction,
                 sampler_mode=mode,
+            )
+    for other, fraction in [(-0.1, 0.2), (1.0, 0.2), (0.2, 1.0)]:
+        with pytest.raises(ValueError, match="bc_other_weight must lie in"):
+            make_learner(
+                "cvl_mc",
+                (OBS_DIM,),
+                ACTION_DIM,
+                policy_extraction="ddpgbc",
+                sampler_mode="uniform",
+                bc_top_fraction=fraction,
+                bc_other_weight=other,
             )
     with pytest.raises(ValueError, match="'mode' with bc_q_weight_beta > 0"):
         make_learner(

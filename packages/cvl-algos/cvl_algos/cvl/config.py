@@ -175,6 +175,11 @@ class CVLConfig:
     Q term still see every anchor: the policy stays near the best episodes' behaviour and the
     critic improves on it (not in the paper; needs anchors from many episodes per batch, so not
     ``sampler_mode="episode"``)."""
+    bc_other_weight: float = 0.0
+    """"ddpgbc" with ``bc_top_fraction`` < 1: the behaviour term's weight of the anchors outside
+    the top episodes, in [0, 1). 0 clones the top episodes only; w > 0 keeps every anchor in the
+    term, the top episodes' counting 1 / w times as much, so states that only other behaviours
+    visit keep a behaviour term (not in the paper)."""
     flow_steps: int = 10
     """"flow" and "flow_select": Euler steps integrating the behaviour flow (FQL: 10)."""
     flow_select_samples: int = 32
@@ -232,6 +237,21 @@ class CVLConfig:
             raise ValueError(f"psi_target_tau must lie in (0, 1], got {self.psi_target_tau}")
         if self.num_action_samples < 1 or self.num_rff_features < 1 or self.batch_size < 2:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
+        self._check_critic()
+        self._check_extraction()
+        if not 0.0 < self.q_expectile < 1.0 or (
+            self.q_expectile != 0.5 and (self.q_estimator != "mc" or not self.self_normalized)
+        ):
+            raise ValueError(
+                f"q_expectile must lie in (0, 1), and differ from 0.5 only with q_estimator='mc' "
+                f"and self_normalized=True, got {self.q_expectile!r} with "
+                f"{self.q_estimator!r}, self_normalized={self.self_normalized}"
+            )
+        if self.q_estimator == "rff" and not self.normalize:
+            raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
+
+    def _check_critic(self) -> None:
+        """The critic's settings: temperature, objective, the action-contrast term, features."""
         if self.temperature <= 0.0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
         if self.learn_temperature and (
@@ -278,6 +298,9 @@ class CVLConfig:
             raise ValueError(
                 f"rff_kind must be 'trig', 'positive' or 'oprf', got {self.rff_kind!r}"
             )
+
+    def _check_extraction(self) -> None:
+        """The policy extraction's settings and the switches that only some extractions take."""
         if self.policy_extraction not in EXTRACTIONS:
             raise ValueError(
                 f"policy_extraction must be one of {EXTRACTIONS}, got {self.policy_extraction!r}"
@@ -321,18 +344,16 @@ class CVLConfig:
                 f"policy_extraction='ddpgbc' and a sampler_mode other than 'episode', got "
                 f"{self.bc_top_fraction!r} with {self.policy_extraction!r}, {self.sampler_mode!r}"
             )
-        if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
-            raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")
-        if not 0.0 < self.q_expectile < 1.0 or (
-            self.q_expectile != 0.5 and (self.q_estimator != "mc" or not self.self_normalized)
+        if not 0.0 <= self.bc_other_weight < 1.0 or (
+            self.bc_other_weight and self.bc_top_fraction == 1.0
         ):
             raise ValueError(
-                f"q_expectile must lie in (0, 1), and differ from 0.5 only with q_estimator='mc' "
-                f"and self_normalized=True, got {self.q_expectile!r} with "
-                f"{self.q_estimator!r}, self_normalized={self.self_normalized}"
+                f"bc_other_weight must lie in [0, 1), and differ from 0 only with "
+                f"bc_top_fraction < 1, got {self.bc_other_weight!r} with bc_top_fraction "
+                f"{self.bc_top_fraction!r}"
             )
-        if self.q_estimator == "rff" and not self.normalize:
-            raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
+        if self.bc_alpha < 0.0 or self.flow_steps < 1 or self.flow_select_samples < 1:
+            raise ValueError("bc_alpha must be >= 0, flow_steps and flow_select_samples >= 1")
 
 
 @dataclass(frozen=True)

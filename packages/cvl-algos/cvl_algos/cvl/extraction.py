@@ -67,6 +67,7 @@ def ddpg_bc_policy_loss(
     fixed_std: float | None = None,
     q_weight_beta: float = 0.0,
     q_weight_baseline: str = "none",
+    other_weight: float = 0.0,
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -85,9 +86,11 @@ def ddpg_bc_policy_loss(
     mode, ``Q(s_b, a_b) - Q(s_b, tanh(mean(s_b)))`` (detached), so a pair is not favoured for its
     state's value, only for its action's (advantage-weighted regression with the mode as the
     baseline, Peng et al. 2019 use V). A batch with ``behaviour_weight`` (the sampler's 0/1 flag
-    of the top episodes by return, ``CVLConfig.bc_top_fraction``) multiplies each pair's weight
-    by it, so the term clones those episodes only: ``-sum_b m_b w_b log pi(a_b|s_b) / sum_b m_b
-    w_b``. Only the policy gets gradients.
+    ``m_b`` of the top episodes by return, ``CVLConfig.bc_top_fraction``) multiplies each pair's
+    weight by ``m_b + other_weight (1 - m_b)``: with ``other_weight=0`` the term clones the top
+    episodes only, ``-sum_b m_b w_b log pi(a_b|s_b) / sum_b m_b w_b``; with ``0 < other_weight
+    < 1`` every pair still counts and the top episodes' count ``1 / other_weight`` times as much.
+    Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -112,9 +115,10 @@ def ddpg_bc_policy_loss(
             weights = q_weights(q_data, q_weight_beta)
     else:
         weights = None
-    behaviour_weight = getattr(batch, "behaviour_weight", None)
-    if behaviour_weight is not None:
-        weights = behaviour_weight if weights is None else weights * behaviour_weight
+    flags = getattr(batch, "behaviour_weight", None)
+    if flags is not None:
+        kept = flags + other_weight * (1.0 - flags)
+        weights = kept if weights is None else weights * kept
     bc = (
         -log_prob_data.mean()
         if weights is None

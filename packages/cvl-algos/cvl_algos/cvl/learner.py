@@ -59,6 +59,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
             "fixed_std": cfg.bc_fixed_std,
             "q_weight_beta": cfg.bc_q_weight_beta,
             "q_weight_baseline": cfg.bc_q_weight_baseline,
+            "other_weight": cfg.bc_other_weight,
         }
     if cfg.policy_extraction == "flow":
         return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
