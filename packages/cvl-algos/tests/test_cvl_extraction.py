@@ -67,20 +67,26 @@ def flow_policy(seed: int = 0) -> FlowPolicy:
 # --------------------------------------------------------------------------------- DDPG+BC
 
 
+def naive_ddpg_parts(policy, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One anchor at a time: Q at the policy's mode, Q at the data's action and the data
+    action's log-likelihood, each (B,), under `linear_q`."""
+    qs, q_data, log_probs = [], [], []
+    for b in range(batch.batch_size):
+        obs = batch.obs_t[b : b + 1]
+        qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
+        q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
+        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
+    return torch.stack(qs), torch.stack(q_data), torch.stack(log_probs)
+
+
 def test_ddpg_bc_matches_naive_reference() -> None:
     """Loop over the batch: -mean_b Q(s_b, tanh(mu_b)) / mean_b |Q| - alpha mean_b log pi(a_b|s_b)."""
     _, policy, _ = make_nets()
     batch = make_batch(6)
     alpha = 0.3
     loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, alpha=alpha)
-    qs, log_probs = [], []
-    for b in range(6):
-        obs = batch.obs_t[b : b + 1]
-        mode = policy.deterministic(obs)
-        qs.append(linear_q(obs, mode[None])[0, 0])
-        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
-    q = torch.stack(qs)
-    expected = -q.mean() / q.abs().mean() - alpha * torch.stack(log_probs).mean()
+    q, _, log_probs = naive_ddpg_parts(policy, batch)
+    expected = -q.mean() / q.abs().mean() - alpha * log_probs.mean()
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(metrics["q_abs_mean"], q.abs().mean())
 
@@ -175,15 +181,9 @@ def test_ddpg_bc_q_weighted_matches_naive_reference(baseline: str) -> None:
     loss, metrics = ddpg_bc_policy_loss(
         policy, linear_q, batch, alpha=alpha, q_weight_beta=beta, q_weight_baseline=baseline
     )
-    qs, q_data, log_probs = [], [], []
-    for b in range(6):
-        obs = batch.obs_t[b : b + 1]
-        qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
-        q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
-        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
-    q, q_data = torch.stack(qs), torch.stack(q_data)
+    q, q_data, log_probs = naive_ddpg_parts(policy, batch)
     weights = q_weights(q_data - q if baseline == "mode" else q_data, beta)
-    bc = -(weights * torch.stack(log_probs)).mean()
+    bc = -(weights * log_probs).mean()
     torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
     torch.testing.assert_close(metrics["policy_bc"], bc)
     assert weights.max() > 1.2  # the data pairs are weighed unequally
@@ -234,20 +234,14 @@ def test_ddpg_bc_top_episodes_weigh_the_flagged_anchors(
         q_weight_beta=q_weight_beta,
         other_weight=other_weight,
     )
-    qs, q_data, log_probs = [], [], []
-    for b in range(7):
-        obs = batch.obs_t[b : b + 1]
-        qs.append(linear_q(obs, policy.deterministic(obs)[None])[0, 0])
-        q_data.append(linear_q(obs, batch.action_t[b : b + 1][None])[0, 0])
-        log_probs.append(policy.log_prob(obs, batch.action_t[b : b + 1])[0])
-    q = torch.stack(qs)
+    q, q_data, log_probs = naive_ddpg_parts(policy, batch)
     kept = torch.tensor([1.0 if b in (0, 3, 6) else other_weight for b in range(7)])
-    weights = q_weights(torch.stack(q_data), q_weight_beta) * kept
-    bc = -(weights * torch.stack(log_probs)).sum() / weights.sum()
+    weights = q_weights(q_data, q_weight_beta) * kept
+    bc = -(weights * log_probs).sum() / weights.sum()
     torch.testing.assert_close(loss, -q.mean() / q.abs().mean() + alpha * bc)
     torch.testing.assert_close(metrics["policy_bc"], bc)
     if other_weight == 0.0:  # the flagged sub-batch alone
-        sub = -(weights[[0, 3, 6]] * torch.stack(log_probs)[[0, 3, 6]]).sum()
+        sub = -(weights[[0, 3, 6]] * log_probs[[0, 3, 6]]).sum()
         torch.testing.assert_close(bc, sub / weights[[0, 3, 6]].sum())
     everyone = ddpg_bc_policy_loss(policy, linear_q, make_batch(7, seed=2), alpha=alpha)[1]
     torch.testing.assert_close(metrics["policy_q_term"], everyone["policy_q_term"])

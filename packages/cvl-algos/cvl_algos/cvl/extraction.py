@@ -115,7 +115,7 @@ def ddpg_bc_policy_loss(
             weights = q_weights(q_data, q_weight_beta)
     else:
         weights = None
-    flags = getattr(batch, "behaviour_weight", None)
+    flags = batch.behaviour_weight
     if flags is not None:
         kept = flags + other_weight * (1.0 - flags)
         weights = kept if weights is None else weights * kept
