@@ -106,3 +106,21 @@ def test_segment_shape_matches_a_naive_loop(rows, tol):
         assert shape["first_step_down"][i] == (row[1] < row[0])
         assert shape["valley_depth"][i] == pytest.approx(depth)
         assert shape["valley"][i] == (depth > tol * 0.5 * (abs(row[0]) + abs(row[-1])))
+
+
+def test_a_maximum_on_the_box_bound_counts_as_local_and_at_bound():
+    """Q rises with a_0 beyond the box and peaks at 0.2 in the other coordinates: an action at
+    a_0 = 1 is a local maximum inside the box (its +e_0 probe is clipped back onto it), one at
+    a_0 = 0.5 is not."""
+
+    def q(obs, action):
+        return action[:, 0] - np.square(action[:, 1:] - 0.2).sum(axis=1)
+
+    action = np.array([[1.0, 0.2, 0.2, 0.2], [0.5, 0.2, 0.2, 0.2]], dtype=np.float32)
+    visited = {"obs": np.zeros((2, 3), np.float32), "action": action, "t": np.array([0, 30])}
+    expert = np.full((2, 4), -0.5, dtype=np.float32)
+    result = q_landscape(q, visited, expert, ((0, 25), (25, 50)), points=5, h=0.05)
+    at_bound, inside = result["phases"]
+    assert at_bound["p_local_max"] == 1.0 and at_bound["p_at_bound"] == 1.0
+    assert inside["p_local_max"] == 0.0 and inside["p_at_bound"] == 0.0
+    assert at_bound["p_first_step_down"] == 1.0 and at_bound["p_valley"] == 0.0

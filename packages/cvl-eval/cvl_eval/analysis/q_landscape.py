@@ -17,8 +17,11 @@ At each visited state this evaluates Q on ``points`` evenly spaced actions of th
 - ``p_first_step_down``: moving the first step from ``a_pi`` towards ``a_expert`` lowers Q;
 - ``p_valley``: the segment's minimum lies below both ends by more than ``tol`` times the
   state's Q scale (``|Q(a_pi)| + |Q(a_expert)|``) / 2: a valley between two basins;
-- ``p_local_max``: every coordinate neighbour has lower Q than ``a_pi``: a local maximum at
-  scale ``h``;
+- ``p_local_max``: every coordinate neighbour inside the action box has lower Q than ``a_pi``
+  (a probe that the box clips back onto ``a_pi`` does not count): a local maximum at scale
+  ``h`` within the box;
+- ``p_at_bound``: some coordinate of ``a_pi`` lies at the box's bound (within ``h / 10``), where
+  tanh saturates;
 - ``mean_valley_depth``: ``min(Q ends) - min(segment)``, floored at 0, in Q units.
 """
 
@@ -63,14 +66,16 @@ def _local_max(
     q_action: np.ndarray,
     h: float,
 ) -> np.ndarray:
-    """Whether every ``action +- h e_i`` (clipped to [-1, 1]) has Q below ``q_action``."""
+    """Whether every ``action +- h e_i`` clipped to [-1, 1] has Q below ``q_action``; a probe
+    the clip puts back onto ``action`` (a coordinate at its bound) is left out."""
     n, a = action.shape
     steps = np.concatenate([np.eye(a), -np.eye(a)]) * h
     probes = np.clip(action[:, None, :] + steps[None], -1.0, 1.0)
+    moved = np.abs(probes - action[:, None, :]).max(axis=2) > 0.0
     q_probes = q(
         repeat(obs, "n d -> (n k) d", k=2 * a), rearrange(probes, "n k a -> (n k) a")
     ).reshape(n, 2 * a)
-    return (q_probes < q_action[:, None]).all(axis=1)
+    return ((q_probes < q_action[:, None]) | ~moved).all(axis=1)
 
 
 def q_landscape(
@@ -92,6 +97,7 @@ def q_landscape(
     ).reshape(len(obs), points)
     shape = segment_shape(values, tol)
     local_max = _local_max(q, obs, action, values[:, 0], h)
+    at_bound = (np.abs(action) >= 1.0 - h / 10).any(axis=1)
     rows = []
     for lo, hi in phases:
         mask = (t >= lo) & (t < hi)
@@ -108,6 +114,7 @@ def q_landscape(
                 "p_valley": float(shape["valley"][mask].mean()),
                 "mean_valley_depth": float(shape["valley_depth"][mask].mean()),
                 "p_local_max": float(local_max[mask].mean()),
+                "p_at_bound": float(at_bound[mask].mean()),
                 "action_gap": float(np.abs(action[mask] - expert_action[mask]).mean()),
             }
         )
@@ -121,7 +128,7 @@ def format_landscape(result: dict[str, Any]) -> str:
         f"probes at h = {result['h']}; valley tolerance {result['tol']}):",
         f"  {'steps':>9s} {'n':>5s} {'Q(pi)':>9s} {'Q(expert)':>10s} {'min seg':>9s} "
         f"{'P(1st down)':>12s} {'P(valley)':>10s} {'depth':>8s} {'P(local max)':>13s} "
-        f"{'|a_pi-a_exp|':>13s}",
+        f"{'P(at bound)':>12s} {'|a_pi-a_exp|':>13s}",
     ]
     for row in result["phases"]:
         lo, hi = row["steps"]
@@ -130,6 +137,6 @@ def format_landscape(result: dict[str, Any]) -> str:
             f"{row['mean_q_expert']:10.4g} {row['mean_q_segment_min']:9.4g} "
             f"{row['p_first_step_down']:12.2f} {row['p_valley']:10.2f} "
             f"{row['mean_valley_depth']:8.3g} {row['p_local_max']:13.2f} "
-            f"{row['action_gap']:13.2f}"
+            f"{row['p_at_bound']:12.2f} {row['action_gap']:13.2f}"
         )
     return "\n".join(lines)
