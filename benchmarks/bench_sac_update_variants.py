@@ -16,23 +16,42 @@ Variants:
   ``addmm_`` of ``z W_z^T``, from column blocks of the same weight: same parameters and
   checkpoints, different summation order), patched into `DenseMLP.forward` for its turns only;
 - ``compiled``: ``current`` with ``compile=True`` (inductor, eager's random draws: the same
-  computation up to float rounding); its compilation happens in the untimed round.
+  computation up to float rounding); its compilation happens in the untimed round;
+- ``current_mlp``: ``current`` with ``torso="mlp"`` (plain Linear+ReLU MLPs, SB3's architecture);
+- ``manual_mlp``: the same update as ``current_mlp`` with hand-written backward passes instead of
+  autograd (`sac_manual_mlp.ManualMLPSAC`: explicit products on saved activations, ReLU masks,
+  the same clipped fused-Adam steps).
 
-It also prints each variant's largest parameter difference from ``current`` after all rounds
-(0 where the arithmetic is the same).
+It also prints each variant's largest critic-parameter difference from the first variant after
+all rounds (0 where the arithmetic is the same) and ``ops``, the ATen operators one update
+dispatches (`flop_bound.dispatched_ops`; the batch's sampling not included).
+
+``--check`` instead checks ``manual_mlp`` against ``current_mlp`` (the real `SACLearner`, same
+seed, so the same initial parameters and random draws): the critic's, actor's and temperature's
+gradients at the same parameters and batch (autograd's from `SACLearner.compute_critic_loss` /
+``compute_actor_loss`` / `cvl_algos.sac.alpha_loss` against `ManualMLPSAC.critic_grads` /
+``actor_grads``; per parameter ``||g_manual - g_autograd|| / ||g_autograd||`` must be below 1e-4),
+then the parameters after one and after ``--check-updates`` full updates (printed; float32
+rounding differences only). It exits with status 1 when a gradient is off. Over hundreds of
+updates any rounding difference grows: at 128 x 128, batch 256, autograd's own run against
+itself with one weight moved by one ulp at the start is 3e-3 (policy) and 5e-3 (critic) apart
+after 500 updates, as ``manual_mlp`` is from ``current_mlp``, so the timing table's
+``max |dparam|`` after its rounds is of that size.
 
 Run from the repository root:
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
         python benchmarks/bench_sac_update_variants.py [--hidden 128 128] [--batch-size 256] \\
-        [--rounds 15] [--variants current reference no_cat]
+        [--rounds 15] [--variants current reference no_cat] [--check]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -41,13 +60,18 @@ import torch.nn.functional as F
 from cvl_algos import make_learner
 from cvl_algos.common import polyak_update
 from cvl_algos.runtime import process_settings
-from cvl_algos.sac import SACLearner
+from cvl_algos.sac import SACLearner, alpha_loss
 from cvl_algos.stages import PolyakStage, submodule
 from cvl_data import ReplayBuffer
 from cvl_models import mlp
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
+from benchmarks.flop_bound import dispatched_ops  # noqa: E402
+from benchmarks.sac_manual_mlp import ManualMLPSAC  # noqa: E402
+
 OBS_DIM, ACTION_DIM, CAPACITY = 39, 4, 5000
-VARIANTS = ("current", "reference", "no_cat", "compiled")
+VARIANTS = ("current", "reference", "no_cat", "compiled", "current_mlp", "manual_mlp")
+GRAD_TOLERANCE = 1e-4
 
 
 class ReferenceStepsSAC(SACLearner):
@@ -92,8 +116,131 @@ def make_variant(name: str, hidden: tuple[int, ...], batch_size: int):
     sizes = {"hidden": hidden, "batch_size": batch_size}
     if name == "reference":
         return ReferenceStepsSAC((OBS_DIM,), ACTION_DIM, SACLearner.config_cls(**sizes), "cpu", 0)
+    if name == "manual_mlp":
+        config = SACLearner.config_cls(**sizes, torso="mlp")
+        return ManualMLPSAC((OBS_DIM,), ACTION_DIM, config, "cpu", 0)
     extra = {"compile": True} if name == "compiled" else {}
+    if name == "current_mlp":
+        extra = {"torso": "mlp"}
     return make_learner("sac", (OBS_DIM,), ACTION_DIM, "cpu", 0, **sizes, **extra)
+
+
+def make_buffer() -> ReplayBuffer:
+    rng = np.random.default_rng(0)
+    buffer = ReplayBuffer(CAPACITY, (OBS_DIM,), ACTION_DIM)
+    buffer.add_many(
+        rng.standard_normal((CAPACITY, OBS_DIM)),
+        rng.uniform(-1, 1, (CAPACITY, ACTION_DIM)),
+        rng.standard_normal(CAPACITY),
+        rng.standard_normal((CAPACITY, OBS_DIM)),
+        np.zeros(CAPACITY),
+    )
+    return buffer
+
+
+def _relative_errors(manual: torch.nn.Module, auto: torch.nn.Module) -> dict[str, float]:
+    """Per parameter ``||g_manual - g_auto|| / ||g_auto||`` of two modules' ``.grad``."""
+    errors = {}
+    for (name, p_manual), p_auto in zip(manual.named_parameters(), auto.parameters(), strict=True):
+        error = (p_manual.grad - p_auto.grad).norm() / p_auto.grad.norm().clamp_min(1e-30)
+        errors[name] = error.item()
+    return errors
+
+
+def _parameter_differences(manual, auto) -> dict[str, float]:
+    """Largest ``|p_manual - p_auto|`` over each state module's parameters."""
+    modules_manual, modules_auto = manual.state_modules(), auto.state_modules()
+    return {
+        name: max(
+            (a - b).abs().max().item()
+            for a, b in zip(
+                modules_manual[name].parameters(), modules_auto[name].parameters(), strict=True
+            )
+        )
+        for name in modules_manual
+    }
+
+
+def check(hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
+    """``manual_mlp`` against ``current_mlp`` (module docstring, ``--check``); True when every
+    gradient's relative error is below `GRAD_TOLERANCE`."""
+    buffer = make_buffer()
+    generator = torch.Generator().manual_seed(1)
+    batches = [buffer.sample(batch_size, generator) for _ in range(updates)]
+    auto, manual = make_variant("current_mlp", hidden, batch_size), make_variant(
+        "manual_mlp", hidden, batch_size
+    )
+    assert max(_parameter_differences(manual, auto).values()) == 0.0, "initial parameters differ"
+    batch = batches[0]
+    print(f"check: SAC torso='mlp', hidden {hidden}, batch {batch_size}, seed 0\n")
+
+    # gradients at the same parameters, batch and random draws: the critic stage, then the actor's
+    with auto.rng_scope():
+        loss, metrics_auto = auto.compute_critic_loss(batch)
+        loss.backward()
+    with manual.rng_scope():
+        metrics_manual = manual.critic_grads(batch, manual.alpha)
+    errors = {"critic": _relative_errors(manual.critic, auto.critic)}
+    with auto.rng_scope():
+        loss, actor_metrics = auto.compute_actor_loss(batch)
+        loss.backward()
+    metrics_auto.update(actor_metrics)
+    with manual.rng_scope():
+        metrics_manual.update(manual.actor_grads(batch, manual.alpha))
+    errors["policy"] = _relative_errors(manual.policy, auto.policy)
+    loss, _ = alpha_loss(auto.log_alpha(), metrics_auto["entropy"], auto.target_entropy)
+    loss.backward()
+    grad_alpha = metrics_manual["entropy"] - manual.target_entropy
+    error = (grad_alpha - auto.log_alpha.value.grad).abs() / auto.log_alpha.value.grad.abs()
+    errors["log_alpha"] = {"value": error.item()}
+    print("gradients at equal parameters, ||g_manual - g_autograd|| / ||g_autograd||:")
+    for group, per_param in errors.items():
+        for name, value in per_param.items():
+            print(f"  {group + '.' + name:<34}{value:10.2e}")
+        print(f"  {group + ' (max)':<34}{max(per_param.values()):10.2e}")
+    print("metrics, |manual - autograd|:")
+    for name, value in metrics_auto.items():
+        print(f"  {name:<34}{(metrics_manual[name] - value).abs().item():10.2e}")
+    worst = max(v for per_param in errors.values() for v in per_param.values())
+
+    # whole updates from fresh learners (same seed): parameters after one and after all updates
+    auto, manual = make_variant("current_mlp", hidden, batch_size), make_variant(
+        "manual_mlp", hidden, batch_size
+    )
+    start = {
+        n: [p.detach().clone() for p in m.parameters()] for n, m in auto.state_modules().items()
+    }
+    for index, batch in enumerate(batches):
+        metrics_auto, metrics_manual = auto.update(batch), manual.update(batch)
+        if index == 0 or index == len(batches) - 1:
+            moved = {
+                name: max(
+                    (p - p0).abs().max().item()
+                    for p, p0 in zip(module.parameters(), start[name], strict=True)
+                )
+                for name, module in auto.state_modules().items()
+            }
+            print(f"\nafter {index + 1} update(s): max |p_manual - p_autograd| (max |p - p_init|)")
+            for name, value in _parameter_differences(manual, auto).items():
+                print(f"  {name:<34}{value:10.2e}  ({moved[name]:.2e})")
+            if index == 0:
+                step_errors = {
+                    "critic": _relative_errors(manual.critic, auto.critic),
+                    "policy": _relative_errors(manual.policy, auto.policy),
+                }
+                print(
+                    "  clipped gradients of that update, max relative error: "
+                    + ", ".join(
+                        f"{group} {max(e.values()):.2e}" for group, e in step_errors.items()
+                    )
+                )
+            metric_diff = max((metrics_manual[k] - v).abs().item() for k, v in metrics_auto.items())
+            print(f"  metrics: max |manual - autograd| {metric_diff:.2e}")
+    passed = worst < GRAD_TOLERANCE
+    print(
+        f"\nlargest gradient error {worst:.2e}: {'PASS' if passed else 'FAIL'} (< {GRAD_TOLERANCE})"
+    )
+    return passed
 
 
 def main() -> None:
@@ -103,18 +250,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15, help="timed rounds")
     parser.add_argument("--updates", type=int, default=30, help="updates per variant per round")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS[:3]), choices=VARIANTS)
+    parser.add_argument(
+        "--check", action="store_true", help="check manual_mlp's gradients and steps, no timing"
+    )
+    parser.add_argument("--check-updates", type=int, default=100, help="updates --check runs")
     args = parser.parse_args()
     hidden, batch = tuple(args.hidden), args.batch_size
+    if args.check:
+        with process_settings(1):
+            passed = check(hidden, batch, args.check_updates)
+        sys.exit(0 if passed else 1)
     with process_settings(1):
-        rng = np.random.default_rng(0)
-        buffer = ReplayBuffer(CAPACITY, (OBS_DIM,), ACTION_DIM)
-        buffer.add_many(
-            rng.standard_normal((CAPACITY, OBS_DIM)),
-            rng.uniform(-1, 1, (CAPACITY, ACTION_DIM)),
-            rng.standard_normal(CAPACITY),
-            rng.standard_normal((CAPACITY, OBS_DIM)),
-            np.zeros(CAPACITY),
-        )
+        buffer = make_buffer()
         learners = {name: make_variant(name, hidden, batch) for name in args.variants}
         generators = {name: torch.Generator().manual_seed(1) for name in args.variants}
         seconds: dict[str, list[float]] = {name: [] for name in args.variants}
@@ -128,24 +275,32 @@ def main() -> None:
                 if round_:
                     seconds[name].append((time.thread_time() - start) / args.updates)
         mlp.DenseMLP.forward = dense_forward
+        params = {
+            n: torch.cat([p.detach().flatten() for p in learners[n].critic.parameters()])
+            for n in args.variants
+        }
+        one_batch = buffer.sample(batch, torch.Generator().manual_seed(2))
+        ops = {}
+        for name, learner in learners.items():
+            mlp.DenseMLP.forward = no_cat_forward if name == "no_cat" else dense_forward
+            ops[name] = dispatched_ops(lambda learner=learner: learner.update(one_batch))
+        mlp.DenseMLP.forward = dense_forward
     print(
         f"torch {torch.__version__}, 1 thread, SAC hidden {hidden}, batch {batch}, "
         f"{args.rounds} rounds x {args.updates} updates per variant (+1 untimed round)\n"
     )
     base = statistics.median(seconds.get("reference", seconds[args.variants[0]]))
-    params = {
-        n: torch.cat([p.detach().flatten() for p in learners[n].critic.parameters()])
-        for n in args.variants
-    }
     print(
-        f"{'variant':<11}{'CPU ms/update':>14}{'min':>8}{'max':>8}{'speed':>8}{'max |dparam|':>14}"
+        f"{'variant':<12}{'CPU ms/update':>14}{'min':>8}{'max':>8}{'speed':>8}{'max |dparam|':>14}"
+        f"{'ops':>6}"
     )
     for name in args.variants:
         values = seconds[name]
         diff = (params[name] - params[args.variants[0]]).abs().max().item()
         print(
-            f"{name:<11}{1e3 * statistics.median(values):>14.3f}{1e3 * min(values):>8.3f}"
+            f"{name:<12}{1e3 * statistics.median(values):>14.3f}{1e3 * min(values):>8.3f}"
             f"{1e3 * max(values):>8.3f}{base / statistics.median(values):>7.3f}x{diff:>14.2e}"
+            f"{ops[name]:>6}"
         )
 
 
