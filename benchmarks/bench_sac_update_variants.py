@@ -20,7 +20,10 @@ Variants:
 - ``current_mlp``: ``current`` with ``torso="mlp"`` (plain Linear+ReLU MLPs, SB3's architecture);
 - ``manual_mlp``: the same update as ``current_mlp`` with hand-written backward passes instead of
   autograd (`sac_manual_mlp.ManualMLPSAC`: explicit products on saved activations, ReLU masks,
-  the same clipped fused-Adam steps).
+  the same clipped fused-Adam steps);
+- ``fused_mlp``: ``current_mlp`` with `PlainMLP.forward` patched, for its turns only, to
+  `fused_mlp.fused_forward`: each network call one ``torch.autograd.Function`` with a
+  hand-written backward (the losses, `frozen_call` and the steps unchanged).
 
 It also prints each variant's largest critic-parameter difference from the first variant after
 all rounds (0 where the arithmetic is the same) and ``ops``, the ATen operators one update
@@ -38,6 +41,13 @@ itself with one weight moved by one ulp at the start is 3e-3 (policy) and 5e-3 (
 after 500 updates, as ``manual_mlp`` is from ``current_mlp``, so the timing table's
 ``max |dparam|`` after its rounds is of that size.
 
+``--check`` then checks ``fused_mlp`` against ``current_mlp`` (`check_fused`): the critic's
+forward (bit-identical?), the critic and actor stages' gradients at equal parameters (relative
+error per parameter below 1e-5), the parameters after one and ``--check-updates`` updates, the
+same stages' gradients under `VectorisedLearner` (``vmap(grad)``, seeds 0 and 1) and its
+parameters after 5 vectorised updates, and `fused_mlp.gradchecks` (float64 ``gradcheck`` must
+pass; ``gradgradcheck`` is printed, expected to fail).
+
 Run from the repository root:
 
     PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos \\
@@ -48,6 +58,7 @@ Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -61,17 +72,23 @@ from cvl_algos import make_learner
 from cvl_algos.common import polyak_update
 from cvl_algos.runtime import process_settings
 from cvl_algos.sac import SACLearner, alpha_loss
-from cvl_algos.stages import PolyakStage, submodule
+from cvl_algos.stages import GradientStage, PolyakStage, submodule
+from cvl_algos.vectorised import VectorisedLearner
+from cvl_algos.vectorised.learner import _stack_batches
 from cvl_data import ReplayBuffer
 from cvl_models import mlp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.flop_bound import dispatched_ops  # noqa: E402
+from benchmarks.fused_mlp import fused_forward, gradchecks  # noqa: E402
 from benchmarks.sac_manual_mlp import ManualMLPSAC  # noqa: E402
 
 OBS_DIM, ACTION_DIM, CAPACITY = 39, 4, 5000
-VARIANTS = ("current", "reference", "no_cat", "compiled", "current_mlp", "manual_mlp")
+VARIANTS = ("current", "reference", "no_cat", "compiled", "current_mlp", "manual_mlp", "fused_mlp")
 GRAD_TOLERANCE = 1e-4
+FUSED_TOLERANCE = 1e-5
+FUSED_BASELINE = {"fused_mlp": "current_mlp"}
+"""Each fused variant's autograd counterpart (same learner, forward not patched)."""
 
 
 class ReferenceStepsSAC(SACLearner):
@@ -112,6 +129,21 @@ def no_cat_forward(self, x):
     return _no_cat_linear(self.out, z, x)
 
 
+@contextlib.contextmanager
+def patched(name: str):
+    """Within: `DenseMLP.forward` and `PlainMLP.forward` as variant ``name`` runs them (the
+    library's outside ``no_cat`` and the fused variants)."""
+    dense, plain = mlp.DenseMLP.forward, mlp.PlainMLP.forward
+    if name == "no_cat":
+        mlp.DenseMLP.forward = no_cat_forward
+    if name == "fused_mlp":
+        mlp.PlainMLP.forward = fused_forward
+    try:
+        yield
+    finally:
+        mlp.DenseMLP.forward, mlp.PlainMLP.forward = dense, plain
+
+
 def make_variant(name: str, hidden: tuple[int, ...], batch_size: int):
     sizes = {"hidden": hidden, "batch_size": batch_size}
     if name == "reference":
@@ -120,7 +152,7 @@ def make_variant(name: str, hidden: tuple[int, ...], batch_size: int):
         config = SACLearner.config_cls(**sizes, torso="mlp")
         return ManualMLPSAC((OBS_DIM,), ACTION_DIM, config, "cpu", 0)
     extra = {"compile": True} if name == "compiled" else {}
-    if name == "current_mlp":
+    if name in ("current_mlp", "fused_mlp"):
         extra = {"torso": "mlp"}
     return make_learner("sac", (OBS_DIM,), ACTION_DIM, "cpu", 0, **sizes, **extra)
 
@@ -243,6 +275,147 @@ def check(hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
     return passed
 
 
+def _max_error(errors: dict[str, dict[str, float]]) -> float:
+    return max(v for per_param in errors.values() for v in per_param.values())
+
+
+def _stage_grads(learners: dict[str, SACLearner], batch) -> dict[str, dict[str, torch.Tensor]]:
+    """Each learner's critic-stage and actor-stage gradients (autograd through its losses) at
+    its current parameters, its variant's forward patched in, as ``{name: {param: grad}}``;
+    asserts the actor stage (critic under `frozen_call`) leaves the critic's ``.grad`` as is."""
+    out = {}
+    for name, learner in learners.items():
+        grads = {}
+        with patched(name):
+            with learner.rng_scope():
+                loss, _ = learner.compute_critic_loss(batch)
+                loss.backward()
+            grads.update(
+                {f"critic.{n}": p.grad.clone() for n, p in learner.critic.named_parameters()}
+            )
+            with learner.rng_scope():
+                loss, _ = learner.compute_actor_loss(batch)
+                loss.backward()
+        for n, p in learner.critic.named_parameters():
+            assert torch.equal(
+                p.grad, grads[f"critic.{n}"]
+            ), f"{name}: actor stage moved critic grads"
+        grads.update({f"policy.{n}": p.grad.clone() for n, p in learner.policy.named_parameters()})
+        out[name] = grads
+    return out
+
+
+def _vectorised_grads(vector: VectorisedLearner, name: str, batches) -> dict[str, torch.Tensor]:
+    """``vmap(grad)`` of the critic and actor stages of a `VectorisedLearner` (seed dimension
+    first) at its current parameters, variant ``name``'s forward patched in."""
+    fields, none_fields = _stack_batches(batches)
+    stacked = (type(batches[0]), fields, none_fields)
+    stages = [s for s in vector.learners[0].update_stages() if isinstance(s, GradientStage)]
+    grads = {}
+    with patched(name):
+        for stage in stages[:2]:  # critic, actor
+            stage_grads, _ = vector._vmapped(stage, "grad", stacked, {})
+            grads.update(stage_grads)
+    return grads
+
+
+def check_fused(name: str, hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
+    """Fused variant ``name`` against its autograd baseline (`FUSED_BASELINE`): gradients of the
+    critic and actor stages at equal parameters (per parameter relative error below
+    `FUSED_TOLERANCE`), parameters after one and after ``updates`` full updates, then the same
+    gradients under `VectorisedLearner` (``vmap(grad)``, seeds 0 and 1) and its parameters after
+    a few vectorised updates. True when every gradient error is below `FUSED_TOLERANCE`."""
+    base_name = FUSED_BASELINE[name]
+    buffer = make_buffer()
+    generator = torch.Generator().manual_seed(1)
+    batches = [buffer.sample(batch_size, generator) for _ in range(updates)]
+    print(f"check {name} against {base_name}: hidden {hidden}, batch {batch_size}, seed 0\n")
+    learners = {n: make_variant(n, hidden, batch_size) for n in (base_name, name)}
+    assert max(_parameter_differences(*learners.values()).values()) == 0.0
+    with patched(name):
+        out_fused = learners[name].critic(batches[0].obs, batches[0].action)
+    out_base = learners[base_name].critic(batches[0].obs, batches[0].action)
+    same = all(torch.equal(a, b) for a, b in zip(out_fused, out_base, strict=True))
+    print(f"critic forward bit-identical: {same}")
+    grads = _stage_grads(learners, batches[0])
+    errors = {
+        key: ((grads[name][key] - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+        for key, ref in grads[base_name].items()
+    }
+    print("gradients at equal parameters, ||g_fused - g_autograd|| / ||g_autograd||:")
+    for key, value in errors.items():
+        print(f"  {key:<34}{value:10.2e}")
+    worst = max(errors.values())
+
+    learners = {n: make_variant(n, hidden, batch_size) for n in (base_name, name)}
+    for index, batch in enumerate(batches):
+        for n, learner in learners.items():
+            with patched(n):
+                learner.update(batch)
+        if index == 0 or index == len(batches) - 1:
+            diffs = _parameter_differences(learners[name], learners[base_name])
+            print(
+                f"after {index + 1} update(s): max |p_fused - p_autograd| "
+                + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
+            )
+
+    seeds = (0, 1)
+    vectors = {
+        n: VectorisedLearner(
+            [
+                make_learner(
+                    "sac",
+                    (OBS_DIM,),
+                    ACTION_DIM,
+                    "cpu",
+                    s,
+                    hidden=hidden,
+                    batch_size=batch_size,
+                    torso=learners[n].config.torso,
+                )
+                for s in seeds
+            ]
+        )
+        for n in (base_name, name)
+    }
+    vector_batches = [[buffer.sample(batch_size, generator) for _ in seeds] for _ in range(5)]
+    vgrads = {n: _vectorised_grads(v, n, vector_batches[0]) for n, v in vectors.items()}
+    verrors = {
+        key: max(
+            ((vgrads[name][key][k] - ref[k]).norm() / ref[k].norm().clamp_min(1e-30)).item()
+            for k in range(len(seeds))
+        )
+        for key, ref in vgrads[base_name].items()
+    }
+    vworst = max(verrors.values())
+    print(
+        f"VectorisedLearner (seeds {seeds}), vmap(grad) of the critic and actor stages at equal "
+        f"parameters: max relative error {vworst:.2e} over {len(verrors)} parameters"
+    )
+    for stacked_batches in vector_batches:
+        for n, vector in vectors.items():
+            with patched(n):
+                vector.update(stacked_batches)
+    diff = max(
+        (vectors[name].params[m][p] - vectors[base_name].params[m][p]).abs().max().item()
+        for m in vectors[name].params
+        for p in vectors[name].params[m]
+    )
+    print(f"after {len(vector_batches)} vectorised updates: max |p_fused - p_autograd| {diff:.2e}")
+    worst = max(worst, vworst)
+    passed = worst < FUSED_TOLERANCE
+    results = gradchecks()
+    print("float64 gradcheck of the Function on PlainMLP(5, 3, (4, 6)):")
+    for key, value in results.items():
+        print(f"  {key:<34}{'pass' if value else 'FAIL'}")
+    passed = passed and all(v for k, v in results.items() if not k.startswith("gradgradcheck"))
+    print(
+        f"largest gradient error {worst:.2e} (tolerance {FUSED_TOLERANCE}) and gradchecks: "
+        f"{'PASS' if passed else 'FAIL'}\n"
+    )
+    return passed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hidden", type=int, nargs="+", default=[128, 128])
@@ -259,22 +432,23 @@ def main() -> None:
     if args.check:
         with process_settings(1):
             passed = check(hidden, batch, args.check_updates)
+            print()
+            for name in FUSED_BASELINE:
+                passed = check_fused(name, hidden, batch, args.check_updates) and passed
         sys.exit(0 if passed else 1)
     with process_settings(1):
         buffer = make_buffer()
         learners = {name: make_variant(name, hidden, batch) for name in args.variants}
         generators = {name: torch.Generator().manual_seed(1) for name in args.variants}
         seconds: dict[str, list[float]] = {name: [] for name in args.variants}
-        dense_forward = mlp.DenseMLP.forward
         for round_ in range(args.rounds + 1):
             for name, learner in learners.items():
-                mlp.DenseMLP.forward = no_cat_forward if name == "no_cat" else dense_forward
-                start = time.thread_time()
-                for _ in range(args.updates):
-                    learner.update(buffer.sample(batch, generators[name]))
-                if round_:
-                    seconds[name].append((time.thread_time() - start) / args.updates)
-        mlp.DenseMLP.forward = dense_forward
+                with patched(name):
+                    start = time.thread_time()
+                    for _ in range(args.updates):
+                        learner.update(buffer.sample(batch, generators[name]))
+                    if round_:
+                        seconds[name].append((time.thread_time() - start) / args.updates)
         params = {
             n: torch.cat([p.detach().flatten() for p in learners[n].critic.parameters()])
             for n in args.variants
@@ -282,9 +456,8 @@ def main() -> None:
         one_batch = buffer.sample(batch, torch.Generator().manual_seed(2))
         ops = {}
         for name, learner in learners.items():
-            mlp.DenseMLP.forward = no_cat_forward if name == "no_cat" else dense_forward
-            ops[name] = dispatched_ops(lambda learner=learner: learner.update(one_batch))
-        mlp.DenseMLP.forward = dense_forward
+            with patched(name):
+                ops[name] = dispatched_ops(lambda learner=learner: learner.update(one_batch))
     print(
         f"torch {torch.__version__}, 1 thread, SAC hidden {hidden}, batch {batch}, "
         f"{args.rounds} rounds x {args.updates} updates per variant (+1 untimed round)\n"
