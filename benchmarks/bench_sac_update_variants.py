@@ -18,9 +18,9 @@ Variants:
 - ``compiled``: ``current`` with ``compile=True`` (inductor, eager's random draws: the same
   computation up to float rounding); its compilation happens in the untimed round;
 - ``current_mlp``: ``current`` with ``torso="mlp"`` (plain Linear+ReLU MLPs, SB3's architecture);
-- ``manual_mlp``: the same update as ``current_mlp`` with hand-written backward passes instead of
-  autograd (`sac_manual_mlp.ManualMLPSAC`: explicit products on saved activations, ReLU masks,
-  the same clipped fused-Adam steps);
+- ``manual_mlp``: ``current_mlp`` with ``manual_gradients=True``: the same update with
+  hand-written backward passes instead of autograd (`cvl_algos.sac_manual.ManualSACUpdate`:
+  explicit products on saved activations, ReLU masks, the same clipped fused-Adam steps);
 - ``fused_mlp``: ``current_mlp`` with `PlainMLP.forward` patched, for its turns only, to
   `fused_mlp.fused_forward`: each network call one ``torch.autograd.Function`` with a
   hand-written backward (the losses, `frozen_call` and the steps unchanged).
@@ -32,13 +32,13 @@ dispatches (`flop_bound.dispatched_ops`; the batch's sampling not included).
 ``--check`` instead checks ``manual_mlp`` against ``current_mlp`` (the real `SACLearner`, same
 seed, so the same initial parameters and random draws): the critic's, actor's and temperature's
 gradients at the same parameters and batch (autograd's from `SACLearner.compute_critic_loss` /
-``compute_actor_loss`` / `cvl_algos.sac.alpha_loss` against `ManualMLPSAC.critic_grads` /
-``actor_grads``; per parameter ``||g_manual - g_autograd|| / ||g_autograd||`` must be below 1e-4),
-then the parameters after one and after ``--check-updates`` full updates (printed; float32
-rounding differences only). It exits with status 1 when a gradient is off. Over hundreds of
-updates any rounding difference grows: at 128 x 128, batch 256, autograd's own run against
-itself with one weight moved by one ulp at the start is 3e-3 (policy) and 5e-3 (critic) apart
-after 500 updates, as ``manual_mlp`` is from ``current_mlp``, so the timing table's
+``compute_actor_loss`` / `cvl_algos.sac.alpha_loss` against `ManualSACUpdate.critic_grads` /
+``actor_grads`` / ``alpha_grads``; per parameter ``||g_manual - g_autograd|| / ||g_autograd||``
+must be below 1e-4), then the parameters after one and after ``--check-updates`` full updates
+(printed; float32 rounding differences only). It exits with status 1 when a gradient is off.
+Over hundreds of updates any rounding difference grows: at 128 x 128, batch 256, autograd's
+own run against itself with one weight moved by one ulp at the start is 3e-3 (policy) and 5e-3
+(critic) apart after 500 updates, as ``manual_mlp`` is from ``current_mlp``, so the timing table's
 ``max |dparam|`` after its rounds is of that size.
 
 ``--check`` then checks ``fused_mlp`` against ``current_mlp`` (`check_fused`): the critic's
@@ -81,7 +81,6 @@ from cvl_models import mlp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
 from benchmarks.flop_bound import dispatched_ops  # noqa: E402
 from benchmarks.fused_mlp import fused_forward, gradchecks  # noqa: E402
-from benchmarks.sac_manual_mlp import ManualMLPSAC  # noqa: E402
 
 OBS_DIM, ACTION_DIM, CAPACITY = 39, 4, 5000
 VARIANTS = ("current", "reference", "no_cat", "compiled", "current_mlp", "manual_mlp", "fused_mlp")
@@ -148,10 +147,9 @@ def make_variant(name: str, hidden: tuple[int, ...], batch_size: int):
     sizes = {"hidden": hidden, "batch_size": batch_size}
     if name == "reference":
         return ReferenceStepsSAC((OBS_DIM,), ACTION_DIM, SACLearner.config_cls(**sizes), "cpu", 0)
-    if name == "manual_mlp":
-        config = SACLearner.config_cls(**sizes, torso="mlp")
-        return ManualMLPSAC((OBS_DIM,), ACTION_DIM, config, "cpu", 0)
     extra = {"compile": True} if name == "compiled" else {}
+    if name == "manual_mlp":
+        extra = {"torso": "mlp", "manual_gradients": True}
     if name in ("current_mlp", "fused_mlp"):
         extra = {"torso": "mlp"}
     return make_learner("sac", (OBS_DIM,), ACTION_DIM, "cpu", 0, **sizes, **extra)
@@ -211,19 +209,20 @@ def check(hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
         loss, metrics_auto = auto.compute_critic_loss(batch)
         loss.backward()
     with manual.rng_scope():
-        metrics_manual = manual.critic_grads(batch, manual.alpha)
+        metrics_manual = manual.manual_update.critic_grads(batch, manual.alpha)
     errors = {"critic": _relative_errors(manual.critic, auto.critic)}
     with auto.rng_scope():
         loss, actor_metrics = auto.compute_actor_loss(batch)
         loss.backward()
     metrics_auto.update(actor_metrics)
     with manual.rng_scope():
-        metrics_manual.update(manual.actor_grads(batch, manual.alpha))
+        metrics_manual.update(manual.manual_update.actor_grads(batch, manual.alpha))
     errors["policy"] = _relative_errors(manual.policy, auto.policy)
     loss, _ = alpha_loss(auto.log_alpha(), metrics_auto["entropy"], auto.target_entropy)
     loss.backward()
-    grad_alpha = metrics_manual["entropy"] - manual.target_entropy
-    error = (grad_alpha - auto.log_alpha.value.grad).abs() / auto.log_alpha.value.grad.abs()
+    manual.manual_update.alpha_grads(metrics_manual["entropy"])
+    grad_alpha, grad_auto = manual.log_alpha.value.grad, auto.log_alpha.value.grad
+    error = (grad_alpha - grad_auto).abs() / grad_auto.abs()
     errors["log_alpha"] = {"value": error.item()}
     print("gradients at equal parameters, ||g_manual - g_autograd|| / ||g_autograd||:")
     for group, per_param in errors.items():

@@ -1,8 +1,8 @@
 """`PlainMLP`'s forward as one ``torch.autograd.Function`` with a hand-written backward.
 
 A benchmark-only experiment (`bench_sac_update_variants.py`, variant ``fused_mlp``): can most of
-`sac_manual_mlp`'s gain be had while the losses, `frozen_call`, optimisers and checkpoints stay
-as they are? Autograd then records one node per network call instead of three per layer
+`cvl_algos.sac_manual`'s gain be had while the losses, `frozen_call`, optimisers and checkpoints
+stay as they are? Autograd then records one node per network call instead of three per layer
 (``t``, ``addmm``, ``relu_``), and the network's backward is a loop of explicit products.
 
 Forward (`PlainMLPFunction.forward`), for an input ``h_0`` flattened to ``(N, in)`` and layers

@@ -72,6 +72,11 @@ class CQLConfig(sac.SACConfig):
     """Updates during which the actor is trained by BC (+ SAC entropy term) before switching to
     the SAC actor loss (reference CQL default 40k; not in the paper; 0 disables)."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.manual_gradients:
+            raise ValueError("manual_gradients needs SAC's own losses, got CQL's (autograd only)")
+
 
 def _q_many(critic: nn.Module, obs: torch.Tensor, actions: torch.Tensor):
     """Both heads of ``critic`` at ``obs`` (B, ...) for ``actions`` (N, B, A) -> two (N, B).

@@ -66,13 +66,18 @@ def metrics_by_seed(name: str, batch, seeds, updates: int, global_seed: int = 0)
 
 
 def make_transition_batch(
-    seed: int = 0, batch_size: int = 32, terminal_every: int = 7, device: str = "cpu"
+    seed: int = 0,
+    batch_size: int = 32,
+    terminal_every: int = 7,
+    device: str = "cpu",
+    action_dim: int = ACTION_DIM,
 ):
-    """A deterministic synthetic ``TransitionBatch``: actions in [-1, 1] (some exactly +-1),
-    reward a smooth function of (s, a), every ``terminal_every``-th transition terminal."""
+    """A deterministic synthetic ``TransitionBatch`` of ``action_dim`` actions: actions in
+    [-1, 1] (some exactly +-1), reward a smooth function of (s, a), every
+    ``terminal_every``-th transition terminal."""
     gen = torch.Generator().manual_seed(seed)
     obs = torch.randn(batch_size, OBS_DIM, generator=gen)
-    action = torch.tanh(2.0 * torch.randn(batch_size, ACTION_DIM, generator=gen))
+    action = torch.tanh(2.0 * torch.randn(batch_size, action_dim, generator=gen))
     action[0] = 1.0
     action[1] = -1.0
     reward = torch.sin(obs[:, 0]) + action[:, 0] * obs[:, 1]

@@ -275,6 +275,11 @@ def unsupported(learners: Sequence[LearnerBase]) -> str | None:
         )
     if getattr(first.config, "compile", False):
         return "VectorisedLearner: config.compile is not supported with vectorised seeds"
+    if getattr(first.config, "manual_gradients", False):
+        return (
+            "VectorisedLearner: config.manual_gradients is not supported with vectorised seeds "
+            "(vmap needs autograd's stages); set manual_gradients=False"
+        )
     for learner in learners[1:]:
         same = (type(learner), learner.config, learner.obs_shape, learner.action_dim)
         if same != (type(first), first.config, first.obs_shape, first.action_dim):

@@ -1,0 +1,361 @@
+"""SAC's update with hand-written gradients, plain MLP torso (``SACConfig.manual_gradients``).
+
+`ManualSACUpdate` makes the update of `SACLearner.gradient_stages` (`cvl_algos.sac`): critic
+step, actor step, temperature step, the ``alpha`` metric, the target critics' polyak average
+(then the policy EMA's, when there is one), with the learner's own clipped fused-Adam steps and
+random draws, but computes the gradients with explicit matrix products on activations saved in
+the forward pass, under ``torch.no_grad()``: no autograd graph, about half the ATen ops
+(`benchmarks/bench_sac_update_variants.py`, variant ``manual_mlp``). At SAC's small sizes
+dispatch and autograd bookkeeping, not the products, take most of an update. The result equals
+autograd's up to float rounding (the sums run in another order), not bit for bit.
+
+Notation: batch ``B``, action width ``A``, ``1/B sum_b`` written ``mean``. A plain MLP
+(`cvl_models.mlp.PlainMLP`) with layers ``k = 1..L+1`` (the last one linear, no activation) is,
+for an input ``h_0``::
+
+    a_k = h_{k-1} W_k^T + b_k,   h_k = relu(a_k) (k <= L),   out = a_{L+1}
+
+and, given ``G = dLoss/d out`` (B, out), its backward pass is, for ``k = L+1 .. 1``::
+
+    dW_k = G^T h_{k-1},   db_k = sum_b G,   G <- (G W_k) * [h_{k-1} > 0]   (next k)
+
+(the ReLU mask from the saved output ``h_{k-1}``, as autograd's in-place ReLU;
+``threshold_backward``). At ``k = 1`` the input gradient ``G W_1`` is only needed for the
+critic's action columns (the actor loss), ``G W_1[:, d:]`` with ``d`` the observation width.
+
+Critic step (SAC eq. 5, `cvl_algos.sac.critic_loss`): with ``a' = tanh(u')`` drawn from the
+policy at ``s'`` (no gradient), ``y = r + gamma (1 - terminated) [min_i Qbar_i(s', a') - alpha
+log pi(a'|s')]`` and ``L_Q = sum_i mean (Q_i(s, a) - y)^2``, so ``dL_Q/dQ_i = 2 (Q_i - y) / B``,
+back-propagated through each Q network's layers (input ``[s, a]``).
+
+Policy sample (`cvl_models.policy`, paper eq. 13-14): the MLP's output splits into ``mean``
+(first A columns) and ``raw`` (last A); ``log_std = lo + (hi - lo)/2 (tanh(raw) + 1)``,
+``std = exp(log_std)``, ``eps ~ N(0, 1)`` (`cvl_models.noise.standard_normal`, in the learner's
+order: the next-state draw in the critic step, then the actor's), ``u = mean + std eps``,
+``a = clamp(tanh(u), -C, C)`` (``C = 1 - 1e-6``) and::
+
+    log pi = sum_j [ -eps_j^2 / 2 - log_std_j - log(2 pi)/2 - 2 (log 2 - u_j - softplus(-2 u_j)) ]
+
+(``(u - mean) / std`` is ``eps``; autograd differentiates it through ``u``, ``mean`` and
+``log_std`` and gets 0 and ``eps - eps``: the same gradient up to rounding).
+
+Actor step (SAC eq. 7, `cvl_algos.sac.actor_loss`), with the critic as updated by the critic
+step and frozen: ``L_pi = mean [alpha log pi(a|s) - min(Q_1, Q_2)(s, a)]``. With
+``k = alpha / B``:
+
+- ``dL/dQ_1 = -(1/B) w``, ``dL/dQ_2 = -(1/B)(1 - w)``, ``w = [Q_1 < Q_2] + [Q_1 = Q_2]/2``
+  (``torch.minimum``'s backward splits ties);
+- ``g_a = sum_i dL/dQ_i dQ_i/da``: each Q network's backward pass down to its action columns;
+- ``dL/du = g_a (1 - tanh(u)^2) [clamp did not bite] + k d log pi/du``, where
+  ``d log pi/du_j = 2 tanh(u_j)`` (the derivative of ``-log(1 - tanh(u)^2)``; the Gaussian term
+  ``-eps^2/2`` does not depend on ``u`` at fixed ``eps``);
+- ``dL/d mean = dL/du``; ``dL/d log_std = dL/du std eps - k`` (``d log pi/d log_std = -1``);
+- ``dL/d raw = dL/d log_std (hi - lo)/2 (1 - tanh(raw)^2)``;
+- ``G = [dL/d mean, dL/d raw]`` (B, 2A) back-propagated through the policy's layers.
+
+Temperature step (SAC eq. 18, `cvl_algos.sac.alpha_loss`):
+``L_alpha = log_alpha (H - H_target)`` with ``H = -mean log pi`` (the actor step's), so
+``dL_alpha/d log_alpha = H - H_target``.
+
+Each gradient goes into ``param.grad`` (persistent buffers, written with ``out=``), then the
+learner's clip (`cvl_algos.common.clip_grad_norm` at ``max_grad_norm``) and optimiser step run.
+The transposed weight views are made once: the optimisers, the polyak averages and checkpoint
+loading all update parameters in place, so the views stay current. Only for state observations
+(identity encoder), ``torso="mlp"``, ``compile=False`` and SAC's own losses
+(`check_manual_gradients`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, NamedTuple
+
+import torch
+from einops import rearrange
+from torch import nn
+
+from cvl_algos.common import assert_transition_batch, clip_grad_norm, polyak_tensors
+from cvl_models.encoder import FlatEncoder
+from cvl_models.mlp import PlainMLP
+from cvl_models.noise import standard_normal
+from cvl_models.policy import ACTION_CLIP
+
+if TYPE_CHECKING:
+    from cvl_algos.sac import SACLearner
+
+__all__ = [
+    "ManualSACUpdate",
+    "PolicySample",
+    "check_manual_gradients",
+    "mlp_backward",
+    "mlp_forward",
+    "mlp_input_grad",
+    "mlp_layers",
+    "policy_out_grad",
+    "sample_policy",
+]
+
+LOG_2 = math.log(2.0)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+Layer = tuple[nn.Parameter, nn.Parameter, torch.Tensor]
+"""A linear layer as ``(weight, bias, weight.t())``; the transposed view is made once."""
+
+
+def check_manual_gradients(learner: SACLearner) -> None:
+    """Raise ``ValueError`` (one line: the field and what it needs) when ``learner`` cannot run
+    `ManualSACUpdate`: observations other than 1-D states, or a subclass that changes SAC's
+    losses or stages (CQL's config refuses the field before). The torso and ``compile`` are
+    checked by `SACConfig` itself."""
+    if len(learner.obs_shape) != 1:
+        raise ValueError(
+            f"manual_gradients needs state observations (a 1-D obs_shape), got {learner.obs_shape}"
+        )
+    from cvl_algos.sac import SACLearner
+
+    cls = type(learner)
+    for method in ("compute_critic_loss", "compute_actor_loss", "gradient_stages"):
+        if getattr(cls, method) is not getattr(SACLearner, method):
+            raise ValueError(
+                f"manual_gradients needs SAC's own losses, got {cls.__name__}, which overrides "
+                f"{method}"
+            )
+
+
+def mlp_layers(net: nn.Module) -> list[Layer]:
+    """The linear layers of a `PlainMLP`, output layer last."""
+    if not isinstance(net, PlainMLP):
+        raise ValueError(f'manual_gradients needs torso="mlp" (PlainMLP), got {type(net).__name__}')
+    with torch.no_grad():
+        return [(lin.weight, lin.bias, lin.weight.t()) for lin in (*net.linears, net.out)]
+
+
+def mlp_forward(layers: list[Layer], x: torch.Tensor, saved: list | None) -> torch.Tensor:
+    """``PlainMLP.forward`` of a (B, in) input, ``a_k = h_{k-1} W_k^T + b_k``, ``h_k =
+    relu(a_k)``; appends each layer's input ``h_{k-1}`` to ``saved`` (when given)."""
+    h = x
+    for _, bias, weight_t in layers[:-1]:
+        if saved is not None:
+            saved.append(h)
+        h = torch.addmm(bias, h, weight_t).relu_()
+    _, bias, weight_t = layers[-1]
+    if saved is not None:
+        saved.append(h)
+    return torch.addmm(bias, h, weight_t)
+
+
+def mlp_backward(
+    layers: list[Layer], saved: list[torch.Tensor], grad: torch.Tensor, grads: list[torch.Tensor]
+) -> None:
+    """Parameter gradients of a `mlp_forward` pass for ``grad = dLoss/d out``: ``dW_k = G^T
+    h_{k-1}``, ``db_k = sum_b G``, ``G <- (G W_k) [h_{k-1} > 0]``, written into ``grads``
+    (``[dW_1, db_1, ..., dW_{L+1}, db_{L+1}]``, the module's parameter order)."""
+    for k in range(len(layers) - 1, -1, -1):
+        weight = layers[k][0]
+        h_in = saved[k]
+        torch.mm(grad.t(), h_in, out=grads[2 * k])
+        torch.sum(grad, 0, out=grads[2 * k + 1])
+        if k:
+            grad = torch.ops.aten.threshold_backward(torch.mm(grad, weight), h_in, 0)
+
+
+def mlp_input_grad(
+    layers: list[Layer], saved: list[torch.Tensor], grad: torch.Tensor, first_cols: torch.Tensor
+) -> torch.Tensor:
+    """``dLoss/d input[:, cols]`` of a `mlp_forward` pass, ``first_cols`` the first layer's
+    weight columns ``W_1[:, cols]`` (no parameter gradients)."""
+    for k in range(len(layers) - 1, 0, -1):
+        grad = torch.ops.aten.threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
+    return torch.mm(grad, first_cols)
+
+
+class PolicySample(NamedTuple):
+    """A reparameterised policy sample and what its backward pass (`policy_out_grad`) needs."""
+
+    action: torch.Tensor
+    """``clamp(tanh(u), -C, C)`` (B, A)."""
+    log_prob: torch.Tensor
+    """``log pi(a|s)`` (B,)."""
+    tanh_raw: torch.Tensor
+    """``tanh(raw)`` of the log-std head (B, A)."""
+    std_eps: torch.Tensor
+    """``std * eps`` (B, A)."""
+    tanh_u: torch.Tensor
+    """``tanh(u)`` (B, A)."""
+    unclamped: torch.Tensor
+    """``[clamp did not bite]`` (B, A), bool."""
+
+
+def sample_policy(out: torch.Tensor, log_std_min: float, log_std_max: float) -> PolicySample:
+    """The tanh-Gaussian sample (paper eq. 13-14; module docstring) from the policy MLP's
+    (B, 2A) output, ``eps`` drawn by `standard_normal` as `sample_tanh_gaussian` draws it."""
+    mean, raw = rearrange(out, "b (two a) -> two b a", two=2)
+    tanh_raw = torch.tanh(raw)
+    log_std = (tanh_raw + 1.0).mul_(0.5 * (log_std_max - log_std_min)).add_(log_std_min)
+    eps = standard_normal(mean.shape, dtype=mean.dtype, device=mean.device)
+    std_eps = torch.exp(log_std).mul_(eps)
+    u = mean + std_eps
+    tanh_u = torch.tanh(u)
+    action = torch.clamp(tanh_u, -ACTION_CLIP, ACTION_CLIP)
+    # -eps^2/2 - log_std - log(2 pi)/2 - 2 (log 2 - u - softplus(-2u)), summed over actions
+    log_det = torch.nn.functional.softplus(u * -2.0).add_(u).sub_(LOG_2).mul_(2.0)
+    log_prob = log_det.sub_(log_std).sub_(eps.square().mul_(0.5)).sum(-1)
+    log_prob -= HALF_LOG_2PI * mean.shape[1]
+    return PolicySample(action, log_prob, tanh_raw, std_eps, tanh_u, action == tanh_u)
+
+
+def policy_out_grad(
+    sample: PolicySample, grad_action: torch.Tensor, k: torch.Tensor, span: float
+) -> torch.Tensor:
+    """``G = [dL/d mean, dL/d raw]`` (B, 2A) of ``L = mean [alpha log pi - Q]`` for ``g_a =
+    grad_action`` and ``k = alpha / B`` (module docstring, actor step); ``span = hi - lo``.
+    Consumes ``grad_action``."""
+    # dL/du = g_a (1 - tanh(u)^2) [unclamped] + k 2 tanh(u)
+    grad_u = grad_action.mul_(1.0 - sample.tanh_u.square()).mul_(sample.unclamped)
+    grad_u.addcmul_(sample.tanh_u, 2.0 * k)
+    # dL/d log_std = dL/du std eps - k; dL/d raw = dL/d log_std (hi - lo)/2 (1 - tanh(raw)^2)
+    grad_raw = (grad_u * sample.std_eps).sub_(k)
+    grad_raw.mul_((1.0 - sample.tanh_raw.square()).mul_(0.5 * span))
+    return torch.cat([grad_u, grad_raw], dim=1)
+
+
+def min_q_grads(
+    q1: torch.Tensor, q2: torch.Tensor, batch_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``dL/dQ_1 = -w/B`` and ``dL/dQ_2 = -(1 - w)/B`` of ``L = -mean min(Q_1, Q_2)``,
+    ``w = [Q_1 < Q_2] + [Q_1 = Q_2]/2`` (``torch.minimum``'s backward splits ties)."""
+    weight = torch.lt(q1, q2).to(q1.dtype).add_(torch.eq(q1, q2).to(q1.dtype), alpha=0.5)
+    return weight * (-1.0 / batch_size), (weight - 1.0).mul_(1.0 / batch_size)
+
+
+class ManualSACUpdate:
+    """`SACLearner`'s update with hand-written gradients (module docstring), built for one
+    learner (``torso="mlp"``, state observations; `check_manual_gradients`). `critic_grads`,
+    `actor_grads` and `alpha_grads` compute one stage's gradients into ``param.grad`` without
+    stepping; `update` is the learner's whole update."""
+
+    def __init__(self, learner: SACLearner) -> None:
+        check_manual_gradients(learner)
+        self.learner = learner
+        critic, target = learner.critic, learner.critic_target
+        nets = (learner.policy, critic.q1, critic.q2)
+        assert all(isinstance(n.encoder, FlatEncoder) for n in nets), "not an identity encoder"
+        self.obs_dim = learner.obs_shape[0]
+        self.policy = mlp_layers(learner.policy.net)
+        self.critics = [mlp_layers(q.mlp) for q in (critic.q1, critic.q2)]
+        self.targets = [mlp_layers(q.mlp) for q in (target.q1, target.q2)]
+        with torch.no_grad():
+            self.action_cols = [layers[0][0][:, self.obs_dim :] for layers in self.critics]
+        for module, layer_lists in ((critic, self.critics), (learner.policy, [self.policy])):
+            flat = [p for layers in layer_lists for w, b, _ in layers for p in (w, b)]
+            params = learner.module_tensors(module)[0]
+            assert len(flat) == len(params) and all(a is b for a, b in zip(flat, params))
+            for p in params:  # persistent gradient buffers, written with out=
+                p.grad = torch.zeros_like(p)
+        learner.log_alpha.value.grad = torch.zeros_like(learner.log_alpha.value)
+
+    def _sample(self, out: torch.Tensor) -> PolicySample:
+        cfg = self.learner.config
+        return sample_policy(out, cfg.log_std_min, cfg.log_std_max)
+
+    @torch.no_grad()
+    def critic_grads(self, batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The critic step's gradients (SAC eq. 5, ``dL_Q/dQ_i = 2 (Q_i - y) / B``) into the
+        critic's ``param.grad``; returns `cvl_algos.sac.td_loss`'s metrics."""
+        cfg = self.learner.config
+        assert_transition_batch(batch)
+        sample = self._sample(mlp_forward(self.policy, batch.obs_next, None))
+        x_next = torch.cat([batch.obs_next, sample.action], dim=1)
+        q1_next, q2_next = (
+            rearrange(mlp_forward(t, x_next, None), "b 1 -> b") for t in self.targets
+        )
+        value_next = torch.minimum(q1_next, q2_next)
+        if cfg.backup_entropy:
+            value_next = value_next - alpha * sample.log_prob
+        target = batch.reward + cfg.discount * (1.0 - batch.terminated) * value_next
+        x = torch.cat([batch.obs, batch.action.to(batch.obs.dtype)], dim=1)
+        params = self.learner.module_tensors(self.learner.critic)[0]
+        qs, losses = [], []
+        for index, layers in enumerate(self.critics):
+            saved: list[torch.Tensor] = []
+            q = rearrange(mlp_forward(layers, x, saved), "b 1 -> b")
+            diff = q - target
+            losses.append(diff.square().mean())
+            grad_out = rearrange(diff.mul_(2.0 / diff.shape[0]), "b -> b 1")
+            n = 2 * len(layers)
+            mlp_backward(layers, saved, grad_out, [p.grad for p in params[n * index :][:n]])
+            qs.append(q)
+        return {
+            "critic_loss": losses[0] + losses[1],
+            "q_data": (0.5 * (qs[0] + qs[1])).mean(),
+            "q_target": target.mean(),
+        }
+
+    @torch.no_grad()
+    def actor_grads(self, batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The actor step's gradients (SAC eq. 7; the critic as it is now, frozen) into the
+        policy's ``param.grad``; returns `cvl_algos.sac.actor_loss`'s metrics (``entropy`` for
+        the temperature step)."""
+        assert_transition_batch(batch, require_reward=False)
+        batch_size = batch.obs.shape[0]
+        saved_pi: list[torch.Tensor] = []
+        sample = self._sample(mlp_forward(self.policy, batch.obs, saved_pi))
+        x = torch.cat([batch.obs, sample.action], dim=1)
+        saved_q: list[list[torch.Tensor]] = [[], []]
+        q1, q2 = (mlp_forward(c, x, s) for c, s in zip(self.critics, saved_q))
+        q = rearrange(torch.minimum(q1, q2), "b 1 -> b")
+        loss = (alpha * sample.log_prob - q).mean()
+        grad_q = min_q_grads(q1, q2, batch_size)
+        grad_action = mlp_input_grad(self.critics[0], saved_q[0], grad_q[0], self.action_cols[0])
+        grad_action += mlp_input_grad(self.critics[1], saved_q[1], grad_q[1], self.action_cols[1])
+        cfg = self.learner.config
+        grad_out = policy_out_grad(
+            sample, grad_action, alpha / batch_size, cfg.log_std_max - cfg.log_std_min
+        )
+        grads = [p.grad for p in self.learner.module_tensors(self.learner.policy)[0]]
+        mlp_backward(self.policy, saved_pi, grad_out, grads)
+        return {"actor_loss": loss, "entropy": -sample.log_prob.mean(), "q_policy": q.mean()}
+
+    @torch.no_grad()
+    def alpha_grads(self, entropy: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The temperature step's gradient (SAC eq. 18, ``dL_alpha/d log_alpha = H -
+        H_target``) into ``log_alpha``'s ``.grad``; returns ``alpha_loss``."""
+        log_alpha = self.learner.log_alpha.value
+        gap = entropy - self.learner.target_entropy
+        log_alpha.grad.copy_(gap)
+        return {"alpha_loss": log_alpha * gap}
+
+    def _clipped_step(self, optimizer: torch.optim.Optimizer, module: nn.Module) -> torch.Tensor:
+        """`cvl_algos.common.optimizer_step` after its backward: clip the gradients already in
+        ``param.grad`` at ``max_grad_norm``, step; returns the norm before clipping."""
+        params = self.learner.module_tensors(module)[0]
+        max_norm = self.learner.config.max_grad_norm
+        if max_norm is not None and max_norm > 0:
+            norm = clip_grad_norm(params, max_norm)
+        else:
+            norm = torch.linalg.vector_norm(
+                torch.stack([torch.linalg.vector_norm(p.grad) for p in params])
+            )
+        optimizer.step()
+        return norm
+
+    def update(self, batch) -> dict[str, torch.Tensor]:
+        """One update, as `SACLearner.update_stages` make it: critic, actor and temperature
+        steps, the ``alpha`` metric, the target polyak average, the policy EMA's."""
+        learner = self.learner
+        learner.check_update_batch(batch)
+        alpha = learner.alpha  # the temperature before this update's step, as the stages read it
+        metrics = self.critic_grads(batch, alpha)
+        metrics["critic_grad_norm"] = self._clipped_step(learner.critic_opt, learner.critic)
+        metrics.update(self.actor_grads(batch, alpha))
+        metrics["actor_grad_norm"] = self._clipped_step(learner.actor_opt, learner.policy)
+        if learner.config.auto_alpha:
+            metrics.update(self.alpha_grads(metrics["entropy"]))
+            self._clipped_step(learner.alpha_opt, learner.log_alpha)
+        metrics["alpha"] = learner.alpha
+        target = learner.module_tensors(learner.critic_target)
+        source = learner.module_tensors(learner.critic)
+        polyak_tensors(target[0], source[0], target[1], source[1], learner.config.tau)
+        if learner.policy_ema is not None:
+            learner.run_stages(learner.policy_ema_stages(), batch)
+        return metrics
