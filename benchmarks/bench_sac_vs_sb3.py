@@ -11,6 +11,8 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
   the replay buffer, update), the paper's DenseNet + LayerNorm torso; episodes are not written
   to disk (SB3 writes nothing either);
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
+- ``ours_mlp_manual``: ``ours_mlp`` with ``manual_gradients=True`` (the update's gradients by
+  hand-written backward passes, `cvl_algos.sac_manual`; equal to autograd's up to rounding);
 - ``ours_compiled`` and ``ours_mlp_compiled`` (not run by default): ``ours`` and ``ours_mlp``
   with ``compile=True`` (the losses under ``torch.compile``, random draws eager's). They compile
   at their first update, the last warm-up frame, so their warm-up rates include the
@@ -107,8 +109,9 @@ def our_collection(
     batch_size: int = BATCH,
 ):
     """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
-    ``name`` (``ours``: the default DenseNet, ``ours_mlp``: the plain MLP) at sizes ``hidden``
-    and ``batch_size``, episodes of ``episode_steps`` frames (None: Meta-World's 500) after
+    ``name`` (``ours``: the default DenseNet, ``ours_mlp*``: the plain MLP; ``*_manual``:
+    ``manual_gradients=True``, ``*_compiled``: ``compile=True``) at sizes ``hidden`` and
+    ``batch_size``, episodes of ``episode_steps`` frames (None: Meta-World's 500) after
     ``WARMUP`` random ones."""
     from cvl_algos import make_learner
     from cvl_algos.sac import SACConfig
@@ -118,7 +121,8 @@ def our_collection(
 
     torso = {"torso": "mlp"} if name.startswith("ours_mlp") else {}  # else the default, DenseNet
     compile_ = {"compile": True} if name.endswith("_compiled") else {}
-    sac = SACConfig(hidden=hidden, batch_size=batch_size, lr=LR, **torso, **compile_)
+    manual = {"manual_gradients": True} if name.endswith("_manual") else {}
+    sac = SACConfig(hidden=hidden, batch_size=batch_size, lr=LR, **torso, **compile_, **manual)
     config = SACDataConfig(
         TASK,
         frames=frames_total,
@@ -229,8 +233,9 @@ def print_table(
 ) -> dict[str, tuple[float, float]]:
     """Frames/s, GFLOP and dispatched ATen ops per update and the bounds; returns each
     contender's frame bounds (at the best GEMM rate, and at its own matmuls replayed)."""
+    width = max(14, 2 + max(len(name) for name in steady))
     print(
-        f"{'contender':<14}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}{'cpu f/s':>9}"
+        f"{'contender':<{width}}{'warm-up':>9}{'steady':>9}{'min':>8}{'max':>8}{'cpu f/s':>9}"
         f"{'GFLOP':>8}{'frame bound':>13}{'%bound':>8}{'replay ms':>11}{'replay bound':>14}"
         f"{'%replay':>9}{'ops':>6}"
     )
@@ -244,7 +249,7 @@ def print_table(
         replay_bound = 1.0 / (replay[name] + 1.0 / warm)
         bounds[name] = (flop_bound, replay_bound)
         print(
-            f"{name:<14}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
+            f"{name:<{width}}{warmup[name]:>9.0f}{median:>9.1f}{min(values):>8.1f}{max(values):>8.1f}"
             f"{statistics.median(steady_cpu[name]):>9.1f}"
             f"{flops[name] / 1e9:>8.2f}{flop_bound:>13.1f}{100 * median / flop_bound:>7.0f}%"
             f"{1e3 * replay[name]:>11.2f}{replay_bound:>14.1f}{100 * median / replay_bound:>8.0f}%"
@@ -260,6 +265,8 @@ def print_ratios(steady, steady_cpu, bounds) -> None:
         ("ours", "sb3", "ours (DenseNet+LayerNorm) / SB3 (plain MLP)"),
         ("ours_mlp", "sb3", "ours (plain MLP) / SB3 (plain MLP)"),
         ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
+        ("ours_mlp_manual", "sb3", "ours plain MLP manual grads / SB3 (plain MLP)"),
+        ("ours_mlp_manual", "ours_mlp", "ours plain MLP manual grads / autograd"),
         ("ours_compiled", "sb3", "ours DenseNet compiled / SB3 (plain MLP)"),
         ("ours_compiled", "ours", "ours DenseNet compiled / eager"),
         ("ours_mlp_compiled", "sb3", "ours plain MLP compiled / SB3 (plain MLP)"),
@@ -286,9 +293,17 @@ def main() -> None:
         "--contenders",
         nargs="+",
         default=["ours", "ours_mlp", "sb3"],
-        choices=["ours", "ours_mlp", "ours_compiled", "ours_mlp_compiled", "sb3"],
+        choices=[
+            "ours",
+            "ours_mlp",
+            "ours_mlp_manual",
+            "ours_compiled",
+            "ours_mlp_compiled",
+            "sb3",
+        ],
         help="ours: the DenseNet+LayerNorm torso (default); ours_mlp: the plain MLP torso; "
-        "*_compiled: the same with compile=True",
+        "ours_mlp_manual: the plain MLP with manual_gradients=True; *_compiled: the same with "
+        "compile=True",
     )
     parser.add_argument(
         "--hidden", type=int, nargs="+", default=list(HIDDEN), help="hidden widths, all nets"

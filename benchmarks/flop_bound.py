@@ -27,11 +27,13 @@ from torch.utils.flop_counter import FlopCounterMode
 
 MATMULS = (
     torch.ops.aten.mm.default,
+    torch.ops.aten.mm.out,
     torch.ops.aten.addmm.default,
     torch.ops.aten.bmm.default,
     torch.ops.aten.baddbmm.default,
 )
-"""The ATen matrix products `gemm_replay_seconds` records."""
+"""The ATen matrix products `gemm_replay_seconds` records (``mm.out``: the hand-written
+gradients of `cvl_algos.sac_manual`)."""
 
 
 def update_flops(step: Callable[[], object]) -> int:
@@ -84,7 +86,8 @@ def gemm_flops_per_s(
 
 
 class _MatmulRecorder(TorchDispatchMode):
-    """Records each matrix product a block dispatches, with copies of its tensor operands."""
+    """Records each matrix product a block dispatches, with copies of its tensor operands (an
+    ``out=`` tensor too, so a replay writes into its copy)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,7 +97,11 @@ class _MatmulRecorder(TorchDispatchMode):
         kwargs = kwargs or {}
         if func in MATMULS:
             operands = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
-            self.calls.append((func, operands, dict(kwargs)))
+            copied = {
+                k: v.detach().clone() if isinstance(v, torch.Tensor) else v
+                for k, v in kwargs.items()
+            }
+            self.calls.append((func, operands, copied))
         return func(*args, **kwargs)
 
 
