@@ -21,6 +21,9 @@ Variants:
 - ``manual_mlp``: ``current_mlp`` with ``manual_gradients=True``: the same update with
   hand-written backward passes instead of autograd (`cvl_algos.sac_manual.ManualSACUpdate`:
   explicit products on saved activations, ReLU masks, the same clipped fused-Adam steps);
+- ``manual_dense``: ``current`` (the DenseNet with LayerNorm) with ``manual_gradients=True``:
+  the same hand-written update with the DenseNet's helpers (`cvl_algos.sac_manual_torso`,
+  ``dense_*``: hand-written LayerNorm backward, the input gradient summed over every layer);
 - ``fused_mlp``: ``current_mlp`` with `PlainMLP.forward` patched, for its turns only, to
   `fused_mlp.fused_forward`: each network call one ``torch.autograd.Function`` with a
   hand-written backward (the losses, `frozen_call` and the steps unchanged).
@@ -29,7 +32,8 @@ It also prints each variant's largest critic-parameter difference from the first
 all rounds (0 where the arithmetic is the same) and ``ops``, the ATen operators one update
 dispatches (`flop_bound.dispatched_ops`; the batch's sampling not included).
 
-``--check`` instead checks ``manual_mlp`` against ``current_mlp`` (the real `SACLearner`, same
+``--check`` instead checks ``manual_mlp`` against ``current_mlp``, then ``manual_dense``
+against ``current`` (`MANUAL_BASELINE`; the real `SACLearner`, same
 seed, so the same initial parameters and random draws): the critic's, actor's and temperature's
 gradients at the same parameters and batch (autograd's from `SACLearner.compute_critic_loss` /
 ``compute_actor_loss`` / `cvl_algos.sac.alpha_loss` against `ManualSACUpdate.critic_grads` /
@@ -83,9 +87,20 @@ from benchmarks.flop_bound import dispatched_ops  # noqa: E402
 from benchmarks.fused_mlp import fused_forward, gradchecks  # noqa: E402
 
 OBS_DIM, ACTION_DIM, CAPACITY = 39, 4, 5000
-VARIANTS = ("current", "reference", "no_cat", "compiled", "current_mlp", "manual_mlp", "fused_mlp")
+VARIANTS = (
+    "current",
+    "reference",
+    "no_cat",
+    "compiled",
+    "current_mlp",
+    "manual_mlp",
+    "fused_mlp",
+    "manual_dense",
+)
 GRAD_TOLERANCE = 1e-4
 FUSED_TOLERANCE = 1e-5
+MANUAL_BASELINE = {"manual_mlp": "current_mlp", "manual_dense": "current"}
+"""Each hand-written-gradient variant's autograd counterpart (same learner otherwise)."""
 FUSED_BASELINE = {"fused_mlp": "current_mlp"}
 """Each fused variant's autograd counterpart (same learner, forward not patched)."""
 
@@ -150,6 +165,8 @@ def make_variant(name: str, hidden: tuple[int, ...], batch_size: int):
     extra = {"compile": True} if name == "compiled" else {}
     if name == "manual_mlp":
         extra = {"torso": "mlp", "manual_gradients": True}
+    if name == "manual_dense":
+        extra = {"manual_gradients": True}
     if name in ("current_mlp", "fused_mlp"):
         extra = {"torso": "mlp"}
     return make_learner("sac", (OBS_DIM,), ACTION_DIM, "cpu", 0, **sizes, **extra)
@@ -191,18 +208,23 @@ def _parameter_differences(manual, auto) -> dict[str, float]:
     }
 
 
-def check(hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
-    """``manual_mlp`` against ``current_mlp`` (module docstring, ``--check``); True when every
-    gradient's relative error is below `GRAD_TOLERANCE`."""
+def check(variant: str, hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
+    """Variant ``variant`` (``manual_mlp`` or ``manual_dense``) against its `MANUAL_BASELINE`
+    (module docstring, ``--check``); True when every gradient's relative error is below
+    `GRAD_TOLERANCE`."""
+    baseline = MANUAL_BASELINE[variant]
     buffer = make_buffer()
     generator = torch.Generator().manual_seed(1)
     batches = [buffer.sample(batch_size, generator) for _ in range(updates)]
-    auto, manual = make_variant("current_mlp", hidden, batch_size), make_variant(
-        "manual_mlp", hidden, batch_size
+    auto, manual = make_variant(baseline, hidden, batch_size), make_variant(
+        variant, hidden, batch_size
     )
     assert max(_parameter_differences(manual, auto).values()) == 0.0, "initial parameters differ"
     batch = batches[0]
-    print(f"check: SAC torso='mlp', hidden {hidden}, batch {batch_size}, seed 0\n")
+    print(
+        f"check: {variant} against {baseline}, SAC torso={auto.config.torso!r}, hidden {hidden}, "
+        f"batch {batch_size}, seed 0\n"
+    )
 
     # gradients at the same parameters, batch and random draws: the critic stage, then the actor's
     with auto.rng_scope():
@@ -235,8 +257,8 @@ def check(hidden: tuple[int, ...], batch_size: int, updates: int) -> bool:
     worst = max(v for per_param in errors.values() for v in per_param.values())
 
     # whole updates from fresh learners (same seed): parameters after one and after all updates
-    auto, manual = make_variant("current_mlp", hidden, batch_size), make_variant(
-        "manual_mlp", hidden, batch_size
+    auto, manual = make_variant(baseline, hidden, batch_size), make_variant(
+        variant, hidden, batch_size
     )
     start = {
         n: [p.detach().clone() for p in m.parameters()] for n, m in auto.state_modules().items()
@@ -423,15 +445,19 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=30, help="updates per variant per round")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS[:3]), choices=VARIANTS)
     parser.add_argument(
-        "--check", action="store_true", help="check manual_mlp's gradients and steps, no timing"
+        "--check",
+        action="store_true",
+        help="check manual_mlp's, manual_dense's and fused_mlp's gradients and steps, no timing",
     )
     parser.add_argument("--check-updates", type=int, default=100, help="updates --check runs")
     args = parser.parse_args()
     hidden, batch = tuple(args.hidden), args.batch_size
     if args.check:
         with process_settings(1):
-            passed = check(hidden, batch, args.check_updates)
-            print()
+            passed = True
+            for name in MANUAL_BASELINE:
+                passed = check(name, hidden, batch, args.check_updates) and passed
+                print()
             for name in FUSED_BASELINE:
                 passed = check_fused(name, hidden, batch, args.check_updates) and passed
         sys.exit(0 if passed else 1)

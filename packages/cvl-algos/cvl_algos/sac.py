@@ -94,16 +94,15 @@ class SACConfig:
     """Compute the update's gradients with hand-written backward passes instead of autograd
     (`cvl_algos.sac_manual`: explicit matrix products on the forward pass's saved activations,
     under ``no_grad``; the same losses, random draws, clipped Adam steps and target averages).
-    About half the dispatched ops per update: 1.4-1.6x faster per update at 128 x 128, batch
-    256, 1.1-1.2x at 256 x 256, batch 512, on one CPU thread (bench_sac_update_variants.py).
-    Needs ``torso="mlp"``, state (1-D) observations, ``compile=False``, SAC itself (not CQL)
-    and no vectorised seeds; anything else is refused when the config or learner is built. Its
+    Either torso: the plain MLP (about half the dispatched ops per update: 1.4-1.6x faster per
+    update at 128 x 128, batch 256, 1.1-1.2x at 256 x 256, batch 512, on one CPU thread,
+    bench_sac_update_variants.py ``manual_mlp``) or the DenseNet with LayerNorm (``manual_dense``
+    there). Needs state (1-D) observations, ``compile=False``, SAC itself (not CQL) and no
+    vectorised seeds; anything else is refused when the config or learner is built. Its
     results equal autograd's up to float rounding (sums in another order), not bit for bit."""
 
     def __post_init__(self) -> None:
         check_policy_ema_tau(self.policy_ema_tau)
-        if self.manual_gradients and self.torso != "mlp":
-            raise ValueError(f'manual_gradients needs torso="mlp", got "{self.torso}"')
         if self.manual_gradients and self.compile:
             raise ValueError("manual_gradients needs compile=False, got compile=True")
 

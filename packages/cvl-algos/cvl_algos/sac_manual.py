@@ -1,13 +1,16 @@
-"""SAC's update with hand-written gradients, plain MLP torso (``SACConfig.manual_gradients``).
+"""SAC's update with hand-written gradients (``SACConfig.manual_gradients``), for both torsos.
 
 `ManualSACUpdate` makes the update of `SACLearner.gradient_stages` (`cvl_algos.sac`): critic
 step, actor step, temperature step, the ``alpha`` metric, the target critics' polyak average
 (then the policy EMA's, when there is one), with the learner's own clipped fused-Adam steps and
 random draws, but computes the gradients with explicit matrix products on activations saved in
-the forward pass, under ``torch.no_grad()``: no autograd graph, about half the ATen ops
-(`benchmarks/bench_sac_update_variants.py`, variant ``manual_mlp``). At SAC's small sizes
-dispatch and autograd bookkeeping, not the products, take most of an update. The result equals
-autograd's up to float rounding (the sums run in another order), not bit for bit.
+the forward pass, under ``torch.no_grad()``: no autograd graph, fewer ATen ops
+(`benchmarks/bench_sac_update_variants.py`, variants ``manual_mlp`` and ``manual_dense``). At
+SAC's small sizes dispatch and autograd bookkeeping, not the products, take most of an update.
+The result equals autograd's up to float rounding (the sums run in another order), not bit for
+bit. One update serves both torsos: the torso's forward pass, parameter backward pass and input
+gradient (`cvl_algos.sac_manual_torso`, ``mlp_*`` and ``dense_*``) are chosen once, when the
+update is built (`torso_functions`).
 
 Notation: batch ``B``, action width ``A``, ``1/B sum_b`` written ``mean``. A plain MLP
 (`cvl_models.mlp.PlainMLP`) with layers ``k = 1..L+1`` (the last one linear, no activation) is,
@@ -22,6 +25,29 @@ and, given ``G = dLoss/d out`` (B, out), its backward pass is, for ``k = L+1 .. 
 (the ReLU mask from the saved output ``h_{k-1}``, as autograd's in-place ReLU;
 ``threshold_backward``). At ``k = 1`` the input gradient ``G W_1`` is only needed for the
 critic's action columns (the actor loss), ``G W_1[:, d:]`` with ``d`` the observation width.
+
+The DenseNet (`cvl_models.mlp.DenseMLP`, ``torso="densenet"``, the default) feeds its input
+``x`` (cast to the parameters' dtype) to every layer, with a LayerNorm (affine ``gamma_k``,
+``beta_k``; ``eps`` the module's) before each ReLU::
+
+    h_0 = x,   a_k = h_{k-1} W_k^T + b_k,   z_k = relu(n_k),   n_k = gamma_k xhat_k + beta_k,
+    xhat_k = (a_k - mu_k) / sigma_k,   h_k = [z_k, x] (k <= L),   out = h_L W_{L+1}^T + b_{L+1}
+
+with ``mu_k``, ``sigma_k^2 + eps`` the mean and biased variance (plus ``eps``) of ``a_k``'s row
+over its ``w_k`` features (``w_k`` the hidden widths, ``w_0 = 0``), as torch's ``layer_norm`` computes them (saved from
+``native_layer_norm``: ``mu_k`` and ``1/sigma_k``). Its backward pass, given ``G = dLoss/d
+out``, for ``k = L+1 .. 1``::
+
+    dW_k = G^T h_{k-1},   db_k = sum_b G,
+    g = (G W_k[:, :w_{k-1}]) * [z_{k-1} > 0]          (the concatenation's z columns; k >= 2)
+    dgamma_{k-1} = sum_b g xhat_{k-1},   dbeta_{k-1} = sum_b g,   gh = g gamma_{k-1},
+    G <- (1/sigma_{k-1}) (gh - mean_f(gh) - xhat_{k-1} mean_f(gh xhat_{k-1}))   (next k)
+
+(``mean_f`` over the features, per row; the ReLU mask from the saved in-place output, as
+autograd's). The concatenation's other part, ``G W_k[:, w_{k-1}:]``, is the gradient to ``x``
+through layer ``k``; since ``x`` feeds every layer, the input gradient sums over all of them:
+for the critic's action columns ``dLoss/da = sum_{k=1..L+1} G_k W_k[:, w_{k-1} + d:]`` (``G_k``
+the gradient at layer ``k``'s linear output, as above).
 
 Critic step (SAC eq. 5, `cvl_algos.sac.critic_loss`): with ``a' = tanh(u')`` drawn from the
 policy at ``s'`` (no gradient), ``y = r + gamma (1 - terminated) [min_i Qbar_i(s', a') - alpha
@@ -59,9 +85,9 @@ Temperature step (SAC eq. 18, `cvl_algos.sac.alpha_loss`):
 
 Each gradient goes into ``param.grad`` (persistent buffers, written with ``out=``), then the
 learner's clip (`cvl_algos.common.clip_grad_norm` at ``max_grad_norm``) and optimiser step run.
-The transposed weight views are made once: the optimisers, the polyak averages and checkpoint
-loading all update parameters in place, so the views stay current. Only for state observations
-(identity encoder), ``torso="mlp"``, ``compile=False`` and SAC's own losses
+The transposed weight views (and the DenseNet's column blocks) are made once: the optimisers,
+the polyak averages and checkpoint loading all update parameters in place, so the views stay
+current. Only for state observations (identity encoder), ``compile=False`` and SAC's own losses
 (`check_manual_gradients`).
 """
 
@@ -75,8 +101,8 @@ from einops import rearrange
 from torch import nn
 
 from cvl_algos.common import assert_transition_batch, clip_grad_norm, polyak_tensors
+from cvl_algos.sac_manual_torso import torso_functions
 from cvl_models.encoder import FlatEncoder
-from cvl_models.mlp import PlainMLP
 from cvl_models.noise import standard_normal
 from cvl_models.policy import ACTION_CLIP
 
@@ -87,19 +113,12 @@ __all__ = [
     "ManualSACUpdate",
     "PolicySample",
     "check_manual_gradients",
-    "mlp_backward",
-    "mlp_forward",
-    "mlp_input_grad",
-    "mlp_layers",
     "policy_out_grad",
     "sample_policy",
 ]
 
 LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-Layer = tuple[nn.Parameter, nn.Parameter, torch.Tensor]
-"""A linear layer as ``(weight, bias, weight.t())``; the transposed view is made once."""
 
 
 def check_manual_gradients(learner: SACLearner) -> None:
@@ -120,53 +139,6 @@ def check_manual_gradients(learner: SACLearner) -> None:
                 f"manual_gradients needs SAC's own losses, got {cls.__name__}, which overrides "
                 f"{method}"
             )
-
-
-def mlp_layers(net: nn.Module) -> list[Layer]:
-    """The linear layers of a `PlainMLP`, output layer last."""
-    if not isinstance(net, PlainMLP):
-        raise ValueError(f'manual_gradients needs torso="mlp" (PlainMLP), got {type(net).__name__}')
-    with torch.no_grad():
-        return [(lin.weight, lin.bias, lin.weight.t()) for lin in (*net.linears, net.out)]
-
-
-def mlp_forward(layers: list[Layer], x: torch.Tensor, saved: list | None) -> torch.Tensor:
-    """``PlainMLP.forward`` of a (B, in) input, ``a_k = h_{k-1} W_k^T + b_k``, ``h_k =
-    relu(a_k)``; appends each layer's input ``h_{k-1}`` to ``saved`` (when given)."""
-    h = x
-    for _, bias, weight_t in layers[:-1]:
-        if saved is not None:
-            saved.append(h)
-        h = torch.addmm(bias, h, weight_t).relu_()
-    _, bias, weight_t = layers[-1]
-    if saved is not None:
-        saved.append(h)
-    return torch.addmm(bias, h, weight_t)
-
-
-def mlp_backward(
-    layers: list[Layer], saved: list[torch.Tensor], grad: torch.Tensor, grads: list[torch.Tensor]
-) -> None:
-    """Parameter gradients of a `mlp_forward` pass for ``grad = dLoss/d out``: ``dW_k = G^T
-    h_{k-1}``, ``db_k = sum_b G``, ``G <- (G W_k) [h_{k-1} > 0]``, written into ``grads``
-    (``[dW_1, db_1, ..., dW_{L+1}, db_{L+1}]``, the module's parameter order)."""
-    for k in range(len(layers) - 1, -1, -1):
-        weight = layers[k][0]
-        h_in = saved[k]
-        torch.mm(grad.t(), h_in, out=grads[2 * k])
-        torch.sum(grad, 0, out=grads[2 * k + 1])
-        if k:
-            grad = torch.ops.aten.threshold_backward(torch.mm(grad, weight), h_in, 0)
-
-
-def mlp_input_grad(
-    layers: list[Layer], saved: list[torch.Tensor], grad: torch.Tensor, first_cols: torch.Tensor
-) -> torch.Tensor:
-    """``dLoss/d input[:, cols]`` of a `mlp_forward` pass, ``first_cols`` the first layer's
-    weight columns ``W_1[:, cols]`` (no parameter gradients)."""
-    for k in range(len(layers) - 1, 0, -1):
-        grad = torch.ops.aten.threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
-    return torch.mm(grad, first_cols)
 
 
 class PolicySample(NamedTuple):
@@ -230,9 +202,10 @@ def min_q_grads(
 
 class ManualSACUpdate:
     """`SACLearner`'s update with hand-written gradients (module docstring), built for one
-    learner (``torso="mlp"``, state observations; `check_manual_gradients`). `critic_grads`,
-    `actor_grads` and `alpha_grads` compute one stage's gradients into ``param.grad`` without
-    stepping; `update` is the learner's whole update."""
+    learner (state observations, `check_manual_gradients`; either torso, whose helpers
+    `torso_functions` picks here once). `critic_grads`, `actor_grads` and `alpha_grads` compute
+    one stage's gradients into ``param.grad`` without stepping; `update` is the learner's whole
+    update."""
 
     def __init__(self, learner: SACLearner) -> None:
         check_manual_gradients(learner)
@@ -241,14 +214,19 @@ class ManualSACUpdate:
         nets = (learner.policy, critic.q1, critic.q2)
         assert all(isinstance(n.encoder, FlatEncoder) for n in nets), "not an identity encoder"
         self.obs_dim = learner.obs_shape[0]
-        self.policy = mlp_layers(learner.policy.net)
-        self.critics = [mlp_layers(q.mlp) for q in (critic.q1, critic.q2)]
-        self.targets = [mlp_layers(q.mlp) for q in (target.q1, target.q2)]
-        with torch.no_grad():
-            self.action_cols = [layers[0][0][:, self.obs_dim :] for layers in self.critics]
-        for module, layer_lists in ((critic, self.critics), (learner.policy, [self.policy])):
-            flat = [p for layers in layer_lists for w, b, _ in layers for p in (w, b)]
+        self.torso = fns = torso_functions(learner.policy.net)
+        self.policy = fns.layers(learner.policy.net)
+        self.critics = [fns.layers(q.mlp) for q in (critic.q1, critic.q2)]
+        self.targets = [fns.layers(q.mlp) for q in (target.q1, target.q2)]
+        self.action_cols = [fns.input_cols(layers, self.obs_dim) for layers in self.critics]
+        self.critic_params = [fns.params(layers) for layers in self.critics]
+        self.policy_params = fns.params(self.policy)
+        for module, per_net in (
+            (critic, self.critic_params),
+            (learner.policy, [self.policy_params]),
+        ):
             params = learner.module_tensors(module)[0]
+            flat = [p for net_params in per_net for p in net_params]
             assert len(flat) == len(params) and all(a is b for a, b in zip(flat, params))
             for p in params:  # persistent gradient buffers, written with out=
                 p.grad = torch.zeros_like(p)
@@ -264,26 +242,23 @@ class ManualSACUpdate:
         critic's ``param.grad``; returns `cvl_algos.sac.td_loss`'s metrics."""
         cfg = self.learner.config
         assert_transition_batch(batch)
-        sample = self._sample(mlp_forward(self.policy, batch.obs_next, None))
+        forward = self.torso.forward
+        sample = self._sample(forward(self.policy, batch.obs_next, None))
         x_next = torch.cat([batch.obs_next, sample.action], dim=1)
-        q1_next, q2_next = (
-            rearrange(mlp_forward(t, x_next, None), "b 1 -> b") for t in self.targets
-        )
+        q1_next, q2_next = (rearrange(forward(t, x_next, None), "b 1 -> b") for t in self.targets)
         value_next = torch.minimum(q1_next, q2_next)
         if cfg.backup_entropy:
             value_next = value_next - alpha * sample.log_prob
         target = batch.reward + cfg.discount * (1.0 - batch.terminated) * value_next
         x = torch.cat([batch.obs, batch.action.to(batch.obs.dtype)], dim=1)
-        params = self.learner.module_tensors(self.learner.critic)[0]
         qs, losses = [], []
-        for index, layers in enumerate(self.critics):
-            saved: list[torch.Tensor] = []
-            q = rearrange(mlp_forward(layers, x, saved), "b 1 -> b")
+        for layers, params in zip(self.critics, self.critic_params, strict=True):
+            saved: list = []
+            q = rearrange(forward(layers, x, saved), "b 1 -> b")
             diff = q - target
             losses.append(diff.square().mean())
             grad_out = rearrange(diff.mul_(2.0 / diff.shape[0]), "b -> b 1")
-            n = 2 * len(layers)
-            mlp_backward(layers, saved, grad_out, [p.grad for p in params[n * index :][:n]])
+            self.torso.backward(layers, saved, grad_out, [p.grad for p in params])
             qs.append(q)
         return {
             "critic_loss": losses[0] + losses[1],
@@ -298,22 +273,23 @@ class ManualSACUpdate:
         the temperature step)."""
         assert_transition_batch(batch, require_reward=False)
         batch_size = batch.obs.shape[0]
-        saved_pi: list[torch.Tensor] = []
-        sample = self._sample(mlp_forward(self.policy, batch.obs, saved_pi))
+        torso = self.torso
+        saved_pi: list = []
+        sample = self._sample(torso.forward(self.policy, batch.obs, saved_pi))
         x = torch.cat([batch.obs, sample.action], dim=1)
-        saved_q: list[list[torch.Tensor]] = [[], []]
-        q1, q2 = (mlp_forward(c, x, s) for c, s in zip(self.critics, saved_q))
+        saved_q: list[list] = [[], []]
+        q1, q2 = (torso.forward(c, x, s) for c, s in zip(self.critics, saved_q, strict=True))
         q = rearrange(torch.minimum(q1, q2), "b 1 -> b")
         loss = (alpha * sample.log_prob - q).mean()
         grad_q = min_q_grads(q1, q2, batch_size)
-        grad_action = mlp_input_grad(self.critics[0], saved_q[0], grad_q[0], self.action_cols[0])
-        grad_action += mlp_input_grad(self.critics[1], saved_q[1], grad_q[1], self.action_cols[1])
+        critics, cols = self.critics, self.action_cols
+        grad_action = torso.input_grad(critics[0], saved_q[0], grad_q[0], cols[0])
+        grad_action += torso.input_grad(critics[1], saved_q[1], grad_q[1], cols[1])
         cfg = self.learner.config
         grad_out = policy_out_grad(
             sample, grad_action, alpha / batch_size, cfg.log_std_max - cfg.log_std_min
         )
-        grads = [p.grad for p in self.learner.module_tensors(self.learner.policy)[0]]
-        mlp_backward(self.policy, saved_pi, grad_out, grads)
+        torso.backward(self.policy, saved_pi, grad_out, [p.grad for p in self.policy_params])
         return {"actor_loss": loss, "entropy": -sample.log_prob.mean(), "q_policy": q.mean()}
 
     @torch.no_grad()

@@ -1,5 +1,6 @@
-"""SAC with ``manual_gradients=True`` (`cvl_algos.sac_manual`) against autograd's SAC: the same
-gradients at equal parameters, the same update, checkpoints, and the refusals."""
+"""SAC with ``manual_gradients=True`` (`cvl_algos.sac_manual`) against autograd's SAC, for both
+torsos (the plain MLP and the paper's DenseNet with LayerNorm): the same gradients at equal
+parameters, the same update, checkpoints, and the refusals."""
 
 import dataclasses
 
@@ -24,18 +25,32 @@ from cvl_algos.vectorised import VectorisedLearner
 GRAD_TOLERANCE = 1e-5
 """Largest ``||g_manual - g_autograd|| / ||g_autograd||`` of any gradient tensor."""
 
+TORSOS = ("mlp", "densenet")
+
 
 def _twins(
     action_dim: int = ACTION_DIM, seed: int = 0, device: str = "cpu", **overrides
 ) -> tuple[SACLearner, SACLearner]:
-    """``(autograd, manual)`` SAC learners, ``torso="mlp"``, the same seed: equal parameters
-    and random draws."""
+    """``(autograd, manual)`` SAC learners (``torso="mlp"`` unless overridden), the same seed:
+    equal parameters and random draws. The DenseNet's LayerNorms get random affine parameters
+    (the same in both), not their initial ``gamma = 1``, ``beta = 0``, so that the tests see
+    them."""
     config = SACConfig(**{**TINY, "torso": "mlp", **overrides})
     manual = dataclasses.replace(config, manual_gradients=True)
-    return (
+    learners = (
         SACLearner((OBS_DIM,), action_dim, config, device, seed),
         SACLearner((OBS_DIM,), action_dim, manual, device, seed),
     )
+    generator = torch.Generator().manual_seed(seed)
+    for modules in zip(*(learner.state_modules().values() for learner in learners), strict=True):
+        for name, param in modules[0].named_parameters():
+            if ".norms." in name:
+                value = torch.empty(param.shape).uniform_(0.5, 1.5, generator=generator)
+                value -= 1.0 if name.endswith("bias") else 0.0
+                with torch.no_grad():
+                    for module in modules:
+                        module.get_parameter(name).copy_(value)
+    return learners
 
 
 def _assert_grads_close(manual: torch.nn.Module, auto: torch.nn.Module) -> None:
@@ -44,6 +59,7 @@ def _assert_grads_close(manual: torch.nn.Module, auto: torch.nn.Module) -> None:
         assert error <= GRAD_TOLERANCE * p_auto.grad.norm(), (name, error, p_auto.grad.norm())
 
 
+@pytest.mark.parametrize("torso", TORSOS)
 @settings(max_examples=10, deadline=None)
 @given(
     hidden=st.sampled_from([(8,), (16, 16), (32, 24), (12, 20, 16)]),
@@ -55,7 +71,7 @@ def _assert_grads_close(manual: torch.nn.Module, auto: torch.nn.Module) -> None:
     seed=st.integers(0, 100),
 )
 def test_stage_gradients_equal_autograd(
-    hidden, batch_size, action_dim, init_alpha, backup_entropy, tied_heads, seed
+    torso, hidden, batch_size, action_dim, init_alpha, backup_entropy, tied_heads, seed
 ):
     """At equal parameters, batch and random draws: critic (SAC eq. 5), actor (eq. 7) and
     temperature (eq. 18) gradients within float rounding of autograd's; the actor stage leaves
@@ -63,7 +79,12 @@ def test_stage_gradients_equal_autograd(
     ``min(Q_1, Q_2)`` is a tie (autograd splits its gradient in halves; with equal heads only
     the shares' sum, one, shows)."""
     auto, manual = _twins(
-        action_dim, seed, hidden=hidden, init_alpha=init_alpha, backup_entropy=backup_entropy
+        action_dim,
+        seed,
+        torso=torso,
+        hidden=hidden,
+        init_alpha=init_alpha,
+        backup_entropy=backup_entropy,
     )
     if tied_heads:
         for learner in (auto, manual):
@@ -92,6 +113,7 @@ def test_stage_gradients_equal_autograd(
         torch.testing.assert_close(value, metrics_auto.get(key, alpha_metrics.get(key)))
 
 
+@pytest.mark.parametrize("torso", TORSOS)
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -102,8 +124,8 @@ def test_stage_gradients_equal_autograd(
         {"policy_ema_tau": 0.1},
     ],
 )
-def test_one_update_equals_autograd(overrides, device):
-    auto, manual = _twins(seed=3, device=device, **overrides)
+def test_one_update_equals_autograd(torso, overrides, device):
+    auto, manual = _twins(seed=3, device=device, torso=torso, **overrides)
     assert auto.manual_update is None and manual.manual_update is not None
     batch = make_transition_batch(1, device=device)
     metrics_auto, metrics_manual = auto.update(batch), manual.update(batch)
@@ -118,9 +140,10 @@ def test_one_update_equals_autograd(overrides, device):
             torch.testing.assert_close(b, a, rtol=0.0, atol=1e-5)
 
 
-def test_save_load_act_and_resume_bit_equal(tmp_path):
+@pytest.mark.parametrize("torso", TORSOS)
+def test_save_load_act_and_resume_bit_equal(torso, tmp_path):
     batches = [make_transition_batch(i) for i in range(6)]
-    overrides = {**TINY, "torso": "mlp", "manual_gradients": True}
+    overrides = {**TINY, "torso": torso, "manual_gradients": True}
     straight = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **overrides)
     for b in batches:
         straight.update(b)
@@ -159,35 +182,34 @@ def _message(build) -> str:
     return message
 
 
-def test_refusals():
-    mlp = {"torso": "mlp", "manual_gradients": True}
+@pytest.mark.parametrize("torso", TORSOS)
+def test_refusals(torso):
+    """Everything but the torso: both are accepted (the default, the DenseNet, included)."""
+    assert SACConfig(manual_gradients=True).torso == "densenet"
+    manual = {"torso": torso, "manual_gradients": True}
     assert (
-        _message(lambda: SACConfig(manual_gradients=True))
-        == 'manual_gradients needs torso="mlp", got "densenet"'
-    )
-    assert (
-        _message(lambda: SACConfig(**mlp, compile=True))
+        _message(lambda: SACConfig(**manual, compile=True))
         == "manual_gradients needs compile=False, got compile=True"
     )
     assert (
-        _message(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **mlp)))
+        _message(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **manual)))
         == "manual_gradients needs state observations (a 1-D obs_shape), got (8, 8, 3)"
     )
     assert (
-        _message(lambda: CQLConfig(**mlp))
+        _message(lambda: CQLConfig(**manual))
         == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
     )
     assert (
-        _message(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **TINY, **mlp))
+        _message(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **TINY, **manual))
         == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
     )
     assert _message(
-        lambda: _OtherCriticLossSAC((OBS_DIM,), ACTION_DIM, SACConfig(**TINY, **mlp))
+        lambda: _OtherCriticLossSAC((OBS_DIM,), ACTION_DIM, SACConfig(**TINY, **manual))
     ) == (
         "manual_gradients needs SAC's own losses, got _OtherCriticLossSAC, which overrides "
         "compute_critic_loss"
     )
-    seeds = [make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=s, **TINY, **mlp) for s in (0, 1)]
+    seeds = [make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=s, **TINY, **manual) for s in (0, 1)]
     assert _message(lambda: VectorisedLearner(seeds)) == (
         "VectorisedLearner: config.manual_gradients is not supported with vectorised seeds "
         "(vmap needs autograd's stages); set manual_gradients=False"

@@ -132,14 +132,14 @@ def test_a_checkpoint_from_before_a_config_field_resumes_at_its_default(tmp_path
 
 def test_manual_gradients_reach_the_generating_sac(tmp_path):
     """``SACDataConfig.sac`` carries `SACConfig.manual_gradients` to the generating learner
-    (and its checkpoint); `SACConfig` refuses it without the plain MLP torso."""
-    manual = dataclasses.replace(TINY, torso="mlp", manual_gradients=True)
+    (and its checkpoint), with either torso; `SACConfig` refuses it with ``compile=True``."""
+    manual = dataclasses.replace(TINY, manual_gradients=True)
     config = dataclasses.replace(CONFIG, frames=80, sac=manual)
     report = generate_sac(tmp_path / "reach", config, progress=False, durable=False)
     sac = load_learner(report.sac_dir)
     assert sac.config == manual and sac.manual_update is not None and sac.step == 80 - 60 + 1
-    with pytest.raises(ValueError, match='manual_gradients needs torso="mlp"'):
-        dataclasses.replace(TINY, manual_gradients=True)
+    with pytest.raises(ValueError, match="manual_gradients needs compile=False"):
+        dataclasses.replace(manual, compile=True)
 
 
 def test_pixels_alongside_states_share_the_episodes(tmp_path):
