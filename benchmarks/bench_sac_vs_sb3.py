@@ -13,6 +13,9 @@ Contenders (each with its own env, replay buffer and networks, seed 0):
 - ``ours_mlp``: the same with the plain Linear+ReLU torso (``torso="mlp"``), SB3's architecture;
 - ``ours_mlp_manual``: ``ours_mlp`` with ``manual_gradients=True`` (the update's gradients by
   hand-written backward passes, `cvl_algos.sac_manual`; equal to autograd's up to rounding);
+- ``ours_manual`` (not run by default): ``ours`` (the DenseNet + LayerNorm) with
+  ``manual_gradients=True`` (the same hand-written update with the DenseNet's helpers,
+  `cvl_algos.sac_manual_torso`);
 - ``ours_compiled`` and ``ours_mlp_compiled`` (not run by default): ``ours`` and ``ours_mlp``
   with ``compile=True`` (the losses under ``torch.compile``, random draws eager's). They compile
   at their first update, the last warm-up frame, so their warm-up rates include the
@@ -109,7 +112,7 @@ def our_collection(
     batch_size: int = BATCH,
 ):
     """Env, learner, replay buffer and `SACDataConfig` of our SAC collection with the torso of
-    ``name`` (``ours``: the default DenseNet, ``ours_mlp*``: the plain MLP; ``*_manual``:
+    ``name`` (``ours*``: the default DenseNet, ``ours_mlp*``: the plain MLP; ``*_manual``:
     ``manual_gradients=True``, ``*_compiled``: ``compile=True``) at sizes ``hidden`` and
     ``batch_size``, episodes of ``episode_steps`` frames (None: Meta-World's 500) after
     ``WARMUP`` random ones."""
@@ -267,6 +270,8 @@ def print_ratios(steady, steady_cpu, bounds) -> None:
         ("ours_mlp", "ours", "ours plain MLP / ours DenseNet"),
         ("ours_mlp_manual", "sb3", "ours plain MLP manual grads / SB3 (plain MLP)"),
         ("ours_mlp_manual", "ours_mlp", "ours plain MLP manual grads / autograd"),
+        ("ours_manual", "sb3", "ours DenseNet manual grads / SB3 (plain MLP)"),
+        ("ours_manual", "ours", "ours DenseNet manual grads / autograd"),
         ("ours_compiled", "sb3", "ours DenseNet compiled / SB3 (plain MLP)"),
         ("ours_compiled", "ours", "ours DenseNet compiled / eager"),
         ("ours_mlp_compiled", "sb3", "ours plain MLP compiled / SB3 (plain MLP)"),
@@ -297,13 +302,14 @@ def main() -> None:
             "ours",
             "ours_mlp",
             "ours_mlp_manual",
+            "ours_manual",
             "ours_compiled",
             "ours_mlp_compiled",
             "sb3",
         ],
         help="ours: the DenseNet+LayerNorm torso (default); ours_mlp: the plain MLP torso; "
-        "ours_mlp_manual: the plain MLP with manual_gradients=True; *_compiled: the same with "
-        "compile=True",
+        "ours_mlp_manual: the plain MLP with manual_gradients=True; ours_manual: the DenseNet "
+        "with manual_gradients=True; *_compiled: the same with compile=True",
     )
     parser.add_argument(
         "--hidden", type=int, nargs="+", default=list(HIDDEN), help="hidden widths, all nets"
