@@ -34,12 +34,12 @@ The DenseNet (`cvl_models.mlp.DenseMLP`, ``torso="densenet"``, the default) feed
     xhat_k = (a_k - mu_k) / sigma_k,   h_k = [z_k, x] (k <= L),   out = h_L W_{L+1}^T + b_{L+1}
 
 with ``mu_k``, ``sigma_k^2 + eps`` the mean and biased variance (plus ``eps``) of ``a_k``'s row
-over its ``w_k`` features (``w_k`` the hidden widths, ``w_0 = 0``), as torch's ``layer_norm`` computes them (saved from
-``native_layer_norm``: ``mu_k`` and ``1/sigma_k``). Its backward pass, given ``G = dLoss/d
-out``, for ``k = L+1 .. 1``::
+over its ``w_k`` features (``w_k`` the hidden widths, ``w_0 = 0``), as torch's ``layer_norm``
+computes them (saved from ``native_layer_norm``: ``mu_k`` and ``1/sigma_k``). Its backward
+pass, given ``G = dLoss/d out``, for ``k = L+1 .. 1`` (the last three lines for ``k >= 2``)::
 
     dW_k = G^T h_{k-1},   db_k = sum_b G,
-    g = (G W_k[:, :w_{k-1}]) * [z_{k-1} > 0]          (the concatenation's z columns; k >= 2)
+    g = (G W_k[:, :w_{k-1}]) * [z_{k-1} > 0]          (the concatenation's z columns)
     dgamma_{k-1} = sum_b g xhat_{k-1},   dbeta_{k-1} = sum_b g,   gh = g gamma_{k-1},
     G <- (1/sigma_{k-1}) (gh - mean_f(gh) - xhat_{k-1} mean_f(gh xhat_{k-1}))   (next k)
 
