@@ -44,7 +44,8 @@ pass, given ``G = dLoss/d out``, for ``k = L+1 .. 1`` (the last three lines for 
     G <- (1/sigma_{k-1}) (gh - mean_f(gh) - xhat_{k-1} mean_f(gh xhat_{k-1}))   (next k)
 
 (``mean_f`` over the features, per row; the ReLU mask from the saved in-place output, as
-autograd's). The concatenation's other part, ``G W_k[:, w_{k-1}:]``, is the gradient to ``x``
+autograd's; the LayerNorm line is torch's fused ``native_layer_norm_backward``, the kernel
+autograd calls, fed the saved ``mu`` and ``1/sigma``). The concatenation's other part, ``G W_k[:, w_{k-1}:]``, is the gradient to ``x``
 through layer ``k``; since ``x`` feeds every layer, the input gradient sums over all of them:
 for the critic's action columns ``dLoss/da = sum_{k=1..L+1} G_k W_k[:, w_{k-1} + d:]`` (``G_k``
 the gradient at layer ``k``'s linear output, as above).

@@ -46,6 +46,7 @@ Layer = tuple[nn.Parameter, nn.Parameter, torch.Tensor]
 """A linear layer as ``(weight, bias, weight.t())``; the transposed view is made once."""
 
 _threshold_backward = torch.ops.aten.threshold_backward
+_native_layer_norm_backward = torch.ops.aten.native_layer_norm_backward
 
 
 def _linear_layer(linear: nn.Linear) -> Layer:
@@ -184,23 +185,27 @@ def dense_forward(layers: DenseLayers, x: torch.Tensor, saved: list | None) -> t
 def layer_norm_backward(
     grad: torch.Tensor,
     saved: tuple[torch.Tensor, ...],
-    gamma: torch.Tensor,
+    norm: tuple[torch.Tensor, torch.Tensor, float],
     grad_gamma: torch.Tensor | None = None,
     grad_beta: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``dLoss/da`` of ``y = gamma xhat + beta``, ``xhat = (a - mu)/sigma``, for ``grad =
     dLoss/dy``: ``(1/sigma) (gh - mean(gh) - xhat mean(gh xhat))``, ``gh = g gamma``, means over
     features; also ``dgamma = sum_b g xhat`` and ``dbeta = sum_b g`` into ``grad_gamma`` and
-    ``grad_beta`` (when given). ``saved`` is `dense_forward`'s entry for the layer."""
+    ``grad_beta`` (when given). Computed by torch's fused kernel
+    (``aten.native_layer_norm_backward``, the one autograd calls) from the forward pass's
+    ``mu`` and ``1/sigma``: one op in place of about ten. ``saved`` is `dense_forward`'s entry
+    for the layer, ``norm`` its ``(gamma, beta, eps)``."""
     _, a, mean, rstd, _ = saved
-    xhat = (a - mean).mul_(rstd)
-    if grad_gamma is not None:
-        torch.sum(grad * xhat, 0, out=grad_gamma)
-        torch.sum(grad, 0, out=grad_beta)
-    grad_h = grad * gamma
-    mean_gh = grad_h.mean(1, keepdim=True)
-    mean_gh_xhat = (grad_h * xhat).mean(1, keepdim=True)
-    return grad_h.sub_(mean_gh).addcmul_(xhat, mean_gh_xhat, value=-1.0).mul_(rstd)
+    gamma, beta, _ = norm
+    params = grad_gamma is not None
+    grad_a, dgamma, dbeta = _native_layer_norm_backward(
+        grad, a, (a.shape[1],), mean, rstd, gamma, beta, [True, params, params]
+    )
+    if params:
+        grad_gamma.copy_(dgamma)
+        grad_beta.copy_(dbeta)
+    return grad_a
 
 
 def dense_backward(
@@ -217,7 +222,7 @@ def dense_backward(
         entry = saved[k]
         grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
         grad_gamma, grad_beta = grads[2 * depth + 2 * k], grads[2 * depth + 2 * k + 1]
-        grad = layer_norm_backward(grad, entry, layers.norms[k][0], grad_gamma, grad_beta)
+        grad = layer_norm_backward(grad, entry, layers.norms[k], grad_gamma, grad_beta)
         torch.mm(grad.t(), entry[0], out=grads[2 * k])
         torch.sum(grad, 0, out=grads[2 * k + 1])
 
@@ -233,7 +238,7 @@ def dense_input_grad(
     for k in range(depth - 1, -1, -1):
         entry = saved[k]
         grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
-        grad = layer_norm_backward(grad, entry, layers.norms[k][0])
+        grad = layer_norm_backward(grad, entry, layers.norms[k])
         grad_x.addmm_(grad, cols[k])
     return grad_x
 
