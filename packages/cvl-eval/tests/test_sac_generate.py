@@ -192,6 +192,8 @@ def test_generate_config_sets_sacs_sizes_and_refuses_bad_ones(tmp_path):
     from cvl_eval.datagen.dispatch import sac_config
 
     assert sac_config(unset, "reach-v3").sac == SACConfig()  # SAC's own sizes by default
+    manual = dataclasses.replace(unset, sac_manual_gradients=True)
+    assert sac_config(manual, "reach-v3").sac == SACConfig(manual_gradients=True)
     for bad, flag in (({"sac_hidden": ()}, "--sac-hidden"), ({"sac_batch_size": 0}, "--sac-b")):
         with pytest.raises(ConfigError, match=flag):
             check_generate(dataclasses.replace(unset, **bad))
