@@ -219,7 +219,7 @@ class SACLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg = self.config
         if cfg.manual_gradients:
-            check_manual_gradients(self)  # before building networks
+            check_manual_gradients(self, SACLearner)  # before building networks
         with self.rng_scope():
             self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
             self.policy = self.policy.to(self.device)
@@ -237,7 +237,7 @@ class SACLearner(LearnerBase):
         self._critic_loss_fn = self.maybe_compile(self.compute_critic_loss)
         self._actor_loss_fn = self.maybe_compile(self.compute_actor_loss)
         # the hand-written update (config.manual_gradients), else None: the stages' (autograd)
-        self.manual_update = ManualSACUpdate(self) if cfg.manual_gradients else None
+        self.manual_update = ManualSACUpdate(self, SACLearner) if cfg.manual_gradients else None
 
     def state_modules(self) -> dict[str, nn.Module]:
         return {

@@ -95,20 +95,18 @@ current. Only for state observations (identity encoder), ``compile=False`` and S
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 from einops import rearrange
 from torch import nn
 
+from cvl_algos.base import LearnerBase
 from cvl_algos.common import assert_transition_batch, clip_grad_norm, polyak_tensors
 from cvl_algos.sac_manual_torso import torso_functions
 from cvl_models.encoder import FlatEncoder
 from cvl_models.noise import standard_normal
 from cvl_models.policy import ACTION_CLIP
-
-if TYPE_CHECKING:
-    from cvl_algos.sac import SACLearner
 
 __all__ = [
     "ManualSACUpdate",
@@ -122,20 +120,19 @@ LOG_2 = math.log(2.0)
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def check_manual_gradients(learner: SACLearner) -> None:
+def check_manual_gradients(learner: LearnerBase, sac_class: type) -> None:
     """Raise ``ValueError`` (one line: the field and what it needs) when ``learner`` cannot run
-    `ManualSACUpdate`: observations other than 1-D states, or a subclass that changes SAC's
-    losses or stages (CQL's config refuses the field before). The torso and ``compile`` are
-    checked by `SACConfig` itself."""
+    `ManualSACUpdate`: observations other than 1-D states, or a subclass of ``sac_class`` (the
+    class whose losses the update reproduces, `cvl_algos.sac.SACLearner`, passed in so that
+    this module does not import it) that changes its losses or stages (CQL's config refuses the
+    field before). The torso and ``compile`` are checked by `SACConfig` itself."""
     if len(learner.obs_shape) != 1:
         raise ValueError(
             f"manual_gradients needs state observations (a 1-D obs_shape), got {learner.obs_shape}"
         )
-    from cvl_algos.sac import SACLearner
-
     cls = type(learner)
     for method in ("compute_critic_loss", "compute_actor_loss", "gradient_stages"):
-        if getattr(cls, method) is not getattr(SACLearner, method):
+        if getattr(cls, method) is not getattr(sac_class, method):
             raise ValueError(
                 f"manual_gradients needs SAC's own losses, got {cls.__name__}, which overrides "
                 f"{method}"
@@ -203,13 +200,14 @@ def min_q_grads(
 
 class ManualSACUpdate:
     """`SACLearner`'s update with hand-written gradients (module docstring), built for one
-    learner (state observations, `check_manual_gradients`; either torso, whose helpers
-    `torso_functions` picks here once). `critic_grads`, `actor_grads` and `alpha_grads` compute
+    learner (state observations, `check_manual_gradients` against ``sac_class``, the
+    `SACLearner` whose losses it reproduces; either torso, whose helpers `torso_functions` picks
+    here once). `critic_grads`, `actor_grads` and `alpha_grads` compute
     one stage's gradients into ``param.grad`` without stepping; `update` is the learner's whole
     update."""
 
-    def __init__(self, learner: SACLearner) -> None:
-        check_manual_gradients(learner)
+    def __init__(self, learner: LearnerBase, sac_class: type) -> None:
+        check_manual_gradients(learner, sac_class)
         self.learner = learner
         critic, target = learner.critic, learner.critic_target
         nets = (learner.policy, critic.q1, critic.q2)
