@@ -94,7 +94,6 @@ current. Only for state observations (identity encoder), ``compile=False`` and S
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -106,7 +105,7 @@ from cvl_algos.common import assert_transition_batch, clip_grad_norm, polyak_ten
 from cvl_algos.sac_manual_torso import torso_functions
 from cvl_models.encoder import FlatEncoder
 from cvl_models.noise import standard_normal
-from cvl_models.policy import ACTION_CLIP
+from cvl_models.policy import ACTION_CLIP, HALF_LOG_2PI, LOG_2
 
 __all__ = [
     "ManualSACUpdate",
@@ -115,9 +114,6 @@ __all__ = [
     "policy_out_grad",
     "sample_policy",
 ]
-
-LOG_2 = math.log(2.0)
-HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def check_manual_gradients(learner: LearnerBase, sac_class: type) -> None:
