@@ -18,6 +18,7 @@ from cvl_models import TanhGaussianPolicy
 __all__ = [
     "Scalar",
     "assert_transition_batch",
+    "clip_and_step",
     "clip_grad_norm",
     "config_from_dict",
     "config_to_dict",
@@ -94,6 +95,14 @@ def optimizer_step(
     params = params if isinstance(params, list) else list(params)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    return clip_and_step(optimizer, params, max_grad_norm)
+
+
+def clip_and_step(
+    optimizer: torch.optim.Optimizer, params: list[nn.Parameter], max_grad_norm: float | None
+) -> torch.Tensor:
+    """Clip the global norm of the gradients already in ``params``' ``.grad`` (at
+    ``max_grad_norm``; None or 0: no clip), step; return the norm before clipping."""
     if max_grad_norm is not None and max_grad_norm > 0:
         norm = clip_grad_norm(params, max_grad_norm)
     else:

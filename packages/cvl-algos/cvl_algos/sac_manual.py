@@ -101,7 +101,7 @@ from einops import rearrange
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import assert_transition_batch, clip_grad_norm, polyak_tensors
+from cvl_algos.common import assert_transition_batch, clip_and_step, polyak_tensors
 from cvl_algos.sac_manual_torso import torso_functions
 from cvl_models.encoder import FlatEncoder
 from cvl_models.noise import standard_normal
@@ -297,18 +297,10 @@ class ManualSACUpdate:
         return {"alpha_loss": log_alpha * gap}
 
     def _clipped_step(self, optimizer: torch.optim.Optimizer, module: nn.Module) -> torch.Tensor:
-        """`cvl_algos.common.optimizer_step` after its backward: clip the gradients already in
-        ``param.grad`` at ``max_grad_norm``, step; returns the norm before clipping."""
+        """`cvl_algos.common.clip_and_step` on ``module``'s gradients, already in ``param.grad``:
+        clip at ``max_grad_norm``, step; returns the norm before clipping."""
         params = self.learner.module_tensors(module)[0]
-        max_norm = self.learner.config.max_grad_norm
-        if max_norm is not None and max_norm > 0:
-            norm = clip_grad_norm(params, max_norm)
-        else:
-            norm = torch.linalg.vector_norm(
-                torch.stack([torch.linalg.vector_norm(p.grad) for p in params])
-            )
-        optimizer.step()
-        return norm
+        return clip_and_step(optimizer, params, self.learner.config.max_grad_norm)
 
     def update(self, batch) -> dict[str, torch.Tensor]:
         """One update, as `SACLearner.update_stages` make it: critic, actor and temperature
