@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
+from einops import rearrange, reduce
 from torch import nn
 
 from cvl_models.mlp import DenseMLP, PlainMLP
@@ -34,11 +35,14 @@ __all__ = [
     "dense_params",
     "layer_norm_backward",
     "mlp_backward",
+    "mlp_backward_shared",
     "mlp_forward",
+    "mlp_forward_shared",
     "mlp_input_cols",
     "mlp_input_grad",
     "mlp_layers",
     "mlp_params",
+    "mlp_shared_cols",
     "torso_functions",
 ]
 
@@ -79,14 +83,54 @@ def mlp_forward(layers: list[Layer], x: torch.Tensor, saved: list | None) -> tor
     """``PlainMLP.forward`` of a (B, in) input, ``a_k = h_{k-1} W_k^T + b_k``, ``h_k =
     relu(a_k)``; appends each layer's input ``h_{k-1}`` to ``saved`` (when given)."""
     h = x.to(layers[0][0].dtype)
-    for _, bias, weight_t in layers[:-1]:
-        if saved is not None:
-            saved.append(h)
-        h = torch.addmm(bias, h, weight_t).relu_()
-    _, bias, weight_t = layers[-1]
     if saved is not None:
         saved.append(h)
-    return torch.addmm(bias, h, weight_t)
+    _, bias, weight_t = layers[0]
+    return _mlp_forward_above_first(layers, torch.addmm(bias, h, weight_t), saved)
+
+
+def mlp_shared_cols(layers: list[Layer], split: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first layer's transposed column blocks ``(W_1[:, :split]^T, W_1[:, split:]^T)``, the
+    shared and the per-item input's (for `mlp_forward_shared`)."""
+    with torch.no_grad():
+        weight_t = layers[0][2]
+        return weight_t[:split], weight_t[split:]
+
+
+def mlp_forward_shared(
+    layers: list[Layer],
+    cols: tuple[torch.Tensor, torch.Tensor],
+    shared: torch.Tensor,
+    per_item: torch.Tensor,
+    saved: list | None,
+) -> torch.Tensor:
+    """``PlainMLP.forward_shared``: the `mlp_forward` of ``[s_b, x_nb]`` for ``shared`` (B, d_s)
+    and ``per_item`` (N, B, d_p), with the first layer's ``s W_s^T + b_1`` computed once per
+    state: ``a_1 = x_nb W_x^T + (s_b W_s^T + b_1)``; ``cols`` from `mlp_shared_cols`. Returns
+    (N B, out) (item-major rows); ``saved`` gets ``(s, x)`` (x as (N B, d_p)) for the first
+    layer, then each later layer's input, as `mlp_forward`'s."""
+    dtype = layers[0][0].dtype
+    num = per_item.shape[0]
+    shared, per_item = shared.to(dtype), rearrange(per_item.to(dtype), "n b d -> (n b) d")
+    if saved is not None:
+        saved.append((shared, per_item))
+    cols_shared, cols_item = cols
+    first = torch.addmm(layers[0][1], shared, cols_shared)
+    pre = torch.mm(per_item, cols_item)
+    rearrange(pre, "(n b) h -> n b h", n=num).add_(first)  # in place, a view of pre
+    return _mlp_forward_above_first(layers, pre, saved)
+
+
+def _mlp_forward_above_first(
+    layers: list[Layer], pre: torch.Tensor, saved: list | None
+) -> torch.Tensor:
+    """The layers ``k >= 2`` of `mlp_forward` from the first layer's output ``a_1``."""
+    for _, bias, weight_t in layers[1:]:
+        h = pre.relu_()
+        if saved is not None:
+            saved.append(h)
+        pre = torch.addmm(bias, h, weight_t)
+    return pre
 
 
 def mlp_backward(
@@ -95,13 +139,36 @@ def mlp_backward(
     """Parameter gradients of a `mlp_forward` pass for ``grad = dLoss/d out``: ``dW_k = G^T
     h_{k-1}``, ``db_k = sum_b G``, ``G <- (G W_k) [h_{k-1} > 0]``, written into ``grads``
     (``[dW_1, db_1, ..., dW_{L+1}, db_{L+1}]``, the module's parameter order)."""
-    for k in range(len(layers) - 1, -1, -1):
-        weight = layers[k][0]
+    grad = _mlp_backward_above_first(layers, saved, grad, grads)
+    torch.mm(grad.t(), saved[0], out=grads[0])
+    torch.sum(grad, 0, out=grads[1])
+
+
+def mlp_backward_shared(
+    layers: list[Layer], saved: list, grad: torch.Tensor, grads: list[torch.Tensor]
+) -> None:
+    """Parameter gradients of a `mlp_forward_shared` pass for ``grad = dLoss/d out`` (N B, out):
+    as `mlp_backward`, except the first layer's state columns, ``dW_s = (sum_n G_1n)^T s``
+    (the state's row fed every item), and ``dW_x = G_1^T x``, ``db_1 = sum G_1``."""
+    grad = _mlp_backward_above_first(layers, saved, grad, grads)
+    shared, per_item = saved[0]
+    split = shared.shape[1]
+    per_state = reduce(grad, "(n b) h -> b h", "sum", b=shared.shape[0])
+    torch.mm(grad.t(), per_item, out=grads[0][:, split:])
+    torch.mm(per_state.t(), shared, out=grads[0][:, :split])
+    torch.sum(per_state, 0, out=grads[1])
+
+
+def _mlp_backward_above_first(
+    layers: list[Layer], saved: list, grad: torch.Tensor, grads: list[torch.Tensor]
+) -> torch.Tensor:
+    """The layers ``k >= 2`` of `mlp_backward`; returns ``G`` at the first layer's output."""
+    for k in range(len(layers) - 1, 0, -1):
         h_in = saved[k]
         torch.mm(grad.t(), h_in, out=grads[2 * k])
         torch.sum(grad, 0, out=grads[2 * k + 1])
-        if k:
-            grad = _threshold_backward(torch.mm(grad, weight), h_in, 0)
+        grad = _threshold_backward(torch.mm(grad, layers[k][0]), h_in, 0)
+    return grad
 
 
 def mlp_input_grad(

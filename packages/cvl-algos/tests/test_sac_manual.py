@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cvl_algos import load_learner, make_learner
-from cvl_algos.cql import CQLConfig
 from cvl_algos.sac import SACConfig, SACLearner, alpha_loss
 from cvl_algos.vectorised import VectorisedLearner
 
@@ -184,7 +183,8 @@ def _message(build) -> str:
 
 @pytest.mark.parametrize("torso", TORSOS)
 def test_refusals(torso):
-    """Everything but the torso: both are accepted (the default, the DenseNet, included)."""
+    """Everything but the torso: both are accepted (the default, the DenseNet, included). CQL's
+    refusals are test_cql_manual.py's."""
     assert SACConfig(manual_gradients=True).torso == "densenet"
     manual = {"torso": torso, "manual_gradients": True}
     assert (
@@ -194,14 +194,6 @@ def test_refusals(torso):
     assert (
         _message(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **manual)))
         == "manual_gradients needs state observations (a 1-D obs_shape), got (8, 8, 3)"
-    )
-    assert (
-        _message(lambda: CQLConfig(**manual))
-        == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
-    )
-    assert (
-        _message(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **TINY, **manual))
-        == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
     )
     assert _message(
         lambda: _OtherCriticLossSAC((OBS_DIM,), ACTION_DIM, SACConfig(**TINY, **manual))
