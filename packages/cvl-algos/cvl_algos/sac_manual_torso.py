@@ -110,15 +110,18 @@ def mlp_forward_shared(
     (N B, out) (item-major rows); ``saved`` gets ``(s, x)`` (x as (N B, d_p)) for the first
     layer, then each later layer's input, as `mlp_forward`'s."""
     dtype = layers[0][0].dtype
-    num = per_item.shape[0]
-    shared, per_item = shared.to(dtype), rearrange(per_item.to(dtype), "n b d -> (n b) d")
+    shared, per_item = shared.to(dtype), per_item.to(dtype).contiguous()
     if saved is not None:
-        saved.append((shared, per_item))
+        saved.append((shared, rearrange(per_item, "n b d -> (n b) d")))
     cols_shared, cols_item = cols
     first = torch.addmm(layers[0][1], shared, cols_shared)
-    pre = torch.mm(per_item, cols_item)
-    rearrange(pre, "(n b) h -> n b h", n=num).add_(first)  # in place, a view of pre
-    return _mlp_forward_above_first(layers, pre, saved)
+    num, width = per_item.shape[0], first.shape[1]
+    # one batched product onto the per-state part broadcast over items (beta = 1): 1.7x a
+    # product then an in-place broadcast add at 31 x 512 rows, 4 -> 256 (one CPU thread)
+    pre = torch.baddbmm(
+        first.expand(num, *first.shape), per_item, cols_item.expand(num, -1, width)
+    )
+    return _mlp_forward_above_first(layers, rearrange(pre, "n b h -> (n b) h"), saved)
 
 
 def _mlp_forward_above_first(
@@ -154,8 +157,10 @@ def mlp_backward_shared(
     shared, per_item = saved[0]
     split = shared.shape[1]
     per_state = reduce(grad, "(n b) h -> b h", "sum", b=shared.shape[0])
-    torch.mm(grad.t(), per_item, out=grads[0][:, split:])
-    torch.mm(per_state.t(), shared, out=grads[0][:, :split])
+    # x^T G then transposed into the column block: G^T x into it (out= a strided view) ran
+    # 5x slower at 31 x 512 rows, 4 columns (one CPU thread)
+    grads[0][:, split:].copy_(torch.mm(per_item.t(), grad).t())
+    grads[0][:, :split].copy_(torch.mm(shared.t(), per_state).t())
     torch.sum(per_state, 0, out=grads[1])
 
 
