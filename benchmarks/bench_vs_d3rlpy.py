@@ -109,7 +109,9 @@ def our_contender(name: str, dataset, seed: int = 0, torso: str = "densenet") ->
     if name.startswith("cvl"):
         overrides["sampler_mode"] = "uniform"
     spec = dataset.spec
-    learner = make_learner(LEARNERS.get(name, name), spec.obs_shape, spec.action_shape[0], seed=seed, **overrides)
+    learner = make_learner(
+        LEARNERS.get(name, name), spec.obs_shape, spec.action_shape[0], seed=seed, **overrides
+    )
     sampler = learner.make_sampler(dataset, "cpu", seed)
     fixed = sampler.sample()
     return Contender(name, lambda: learner.update(sampler.sample()), lambda: learner.update(fixed))

@@ -118,9 +118,7 @@ def mlp_forward_shared(
     num, width = per_item.shape[0], first.shape[1]
     # one batched product onto the per-state part broadcast over items (beta = 1): 1.7x a
     # product then an in-place broadcast add at 31 x 512 rows, 4 -> 256 (one CPU thread)
-    pre = torch.baddbmm(
-        first.expand(num, *first.shape), per_item, cols_item.expand(num, -1, width)
-    )
+    pre = torch.baddbmm(first.expand(num, *first.shape), per_item, cols_item.expand(num, -1, width))
     return _mlp_forward_above_first(layers, rearrange(pre, "n b h -> (n b) h"), saved)
 
 
@@ -148,32 +146,54 @@ def mlp_backward(
 
 
 def mlp_backward_shared(
-    layers: list[Layer], saved: list, grad: torch.Tensor, grads: list[torch.Tensor]
+    layers: list[Layer],
+    saved: list,
+    grad: torch.Tensor,
+    grads: list[torch.Tensor],
+    accumulate: bool = False,
 ) -> None:
     """Parameter gradients of a `mlp_forward_shared` pass for ``grad = dLoss/d out`` (N B, out):
     as `mlp_backward`, except the first layer's state columns, ``dW_s = (sum_n G_1n)^T s``
-    (the state's row fed every item), and ``dW_x = G_1^T x``, ``db_1 = sum G_1``."""
-    grad = _mlp_backward_above_first(layers, saved, grad, grads)
+    (the state's row fed every item), and ``dW_x = G_1^T x``, ``db_1 = sum G_1``. With
+    ``accumulate`` they are added to ``grads`` (a pass over a further chunk of states)."""
+    grad = _mlp_backward_above_first(layers, saved, grad, grads, accumulate)
     shared, per_item = saved[0]
     split = shared.shape[1]
     per_state = reduce(grad, "(n b) h -> b h", "sum", b=shared.shape[0])
     # x^T G then transposed into the column block: G^T x into it (out= a strided view) ran
     # 5x slower at 31 x 512 rows, 4 columns (one CPU thread)
-    grads[0][:, split:].copy_(torch.mm(per_item.t(), grad).t())
-    grads[0][:, :split].copy_(torch.mm(shared.t(), per_state).t())
-    torch.sum(per_state, 0, out=grads[1])
+    blocks = (torch.mm(shared.t(), per_state).t(), torch.mm(per_item.t(), grad).t())
+    for block, value in zip((grads[0][:, :split], grads[0][:, split:]), blocks, strict=True):
+        block.add_(value) if accumulate else block.copy_(value)
+    _bias_grad(grads[1], per_state, accumulate)
 
 
 def _mlp_backward_above_first(
-    layers: list[Layer], saved: list, grad: torch.Tensor, grads: list[torch.Tensor]
+    layers: list[Layer],
+    saved: list,
+    grad: torch.Tensor,
+    grads: list[torch.Tensor],
+    accumulate: bool = False,
 ) -> torch.Tensor:
-    """The layers ``k >= 2`` of `mlp_backward`; returns ``G`` at the first layer's output."""
+    """The layers ``k >= 2`` of `mlp_backward` (gradients written, or added with
+    ``accumulate``); returns ``G`` at the first layer's output."""
     for k in range(len(layers) - 1, 0, -1):
         h_in = saved[k]
-        torch.mm(grad.t(), h_in, out=grads[2 * k])
-        torch.sum(grad, 0, out=grads[2 * k + 1])
+        if accumulate:
+            grads[2 * k].addmm_(grad.t(), h_in)
+        else:
+            torch.mm(grad.t(), h_in, out=grads[2 * k])
+        _bias_grad(grads[2 * k + 1], grad, accumulate)
         grad = _threshold_backward(torch.mm(grad, layers[k][0]), h_in, 0)
     return grad
+
+
+def _bias_grad(out: torch.Tensor, grad: torch.Tensor, accumulate: bool) -> None:
+    """``db = sum_b G`` into ``out``, or added to it."""
+    if accumulate:
+        out.add_(grad.sum(0))
+    else:
+        torch.sum(grad, 0, out=out)
 
 
 def mlp_input_grad(

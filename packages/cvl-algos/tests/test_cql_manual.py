@@ -20,30 +20,43 @@ from hypothesis import strategies as st
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cql import CQLConfig, CQLLearner, cql_lagrange_loss
+from cvl_algos.cql_manual import STATE_CHUNK
 from cvl_algos.sac import alpha_loss
 from cvl_models.mlp import PlainMLP
 
 GRAD_TOLERANCE = 1e-5
-"""Largest ``||g_manual - g_autograd|| / ||g_autograd||`` of any gradient tensor."""
+"""Largest ``||g_manual - g_autograd|| / ||g_autograd||`` of any gradient tensor, ..."""
+GRAD_ATOL = 1e-6
+"""... plus this absolute slack: terms of order ``cql_alpha / B`` cancel in a sum (each
+state's softmax adds ``c / B`` to the output bias's gradient, its data action ``-c / B``), so a
+small gradient can carry the float32 rounding of its large terms (seen: 1.2e-7 on 0.004)."""
 
 
 def _twins(
-    action_dim: int = ACTION_DIM, seed: int = 0, device: str = "cpu", **overrides
+    action_dim: int = ACTION_DIM,
+    seed: int = 0,
+    device: str = "cpu",
+    state_chunk: int = STATE_CHUNK,
+    **overrides,
 ) -> tuple[CQLLearner, CQLLearner]:
     """``(autograd, manual)`` CQL learners with the plain MLP torso and the same seed: equal
-    parameters and random draws."""
+    parameters and random draws; the manual one's critic passes over ``state_chunk`` states
+    at a time (below the batch size: several chunks, their gradients summed)."""
     config = CQLConfig(**{**TINY, "torso": "mlp", "cql_num_samples": 3, **overrides})
     manual = dataclasses.replace(config, manual_gradients=True)
-    return (
+    learners = (
         CQLLearner((OBS_DIM,), action_dim, config, device, seed),
         CQLLearner((OBS_DIM,), action_dim, manual, device, seed),
     )
+    learners[1].manual_update.state_chunk = state_chunk
+    return learners
 
 
 def _assert_grads_close(manual: torch.nn.Module, auto: torch.nn.Module) -> None:
     for (name, p_manual), p_auto in zip(manual.named_parameters(), auto.parameters(), strict=True):
         error = (p_manual.grad - p_auto.grad).norm()
-        assert error <= GRAD_TOLERANCE * p_auto.grad.norm(), (name, error, p_auto.grad.norm())
+        bound = GRAD_TOLERANCE * p_auto.grad.norm() + GRAD_ATOL
+        assert error <= bound, (name, error, p_auto.grad.norm())
 
 
 def _assert_metrics_close(manual: dict, auto: dict) -> None:
@@ -64,6 +77,7 @@ def _assert_metrics_close(manual: dict, auto: dict) -> None:
     init_alpha=st.floats(0.05, 2.0),
     backup_entropy=st.booleans(),
     warm_start=st.booleans(),
+    state_chunk=st.sampled_from([STATE_CHUNK, 1, 5]),
     seed=st.integers(0, 100),
 )
 def test_stage_gradients_equal_autograd(
@@ -77,6 +91,7 @@ def test_stage_gradients_equal_autograd(
     init_alpha,
     backup_entropy,
     warm_start,
+    state_chunk,
     seed,
 ):
     """At equal parameters, batch and random draws: the critic's (CQL eq. 4 over 3N + 1
@@ -85,6 +100,7 @@ def test_stage_gradients_equal_autograd(
     auto, manual = _twins(
         action_dim,
         seed,
+        state_chunk=state_chunk,
         hidden=hidden,
         cql_num_samples=num_samples,
         cql_temperature=temperature,
@@ -142,10 +158,11 @@ def test_lagrange_gradient_equals_autograd(log_alpha, regularizer):
         {"policy_ema_tau": 0.1},
     ],
 )
-def test_updates_equal_autograd(overrides, device):
+@pytest.mark.parametrize("state_chunk", [STATE_CHUNK, 7])
+def test_updates_equal_autograd(overrides, state_chunk, device):
     """Four updates from the same seed: the same metrics (names, order, values) and
     parameters within float rounding."""
-    auto, manual = _twins(seed=3, device=device, **overrides)
+    auto, manual = _twins(seed=3, device=device, state_chunk=state_chunk, **overrides)
     assert auto.manual_update is None and manual.manual_update is not None
     for i in range(4):
         batch = make_transition_batch(i, device=device)
