@@ -50,7 +50,13 @@ __all__ = [
 @dataclass(frozen=True)
 class CQLConfig(sac.SACConfig):
     """Hyperparameters of CQL(H): SAC's (:class:`~cvl_algos.sac.SACConfig`, paper table 1) plus
-    the regulariser's; tables 1-2 of the paper's appendix where it gives a value."""
+    the regulariser's; tables 1-2 of the paper's appendix where it gives a value.
+
+    ``manual_gradients`` (SAC's field, off by default) makes CQL's whole update with
+    hand-written gradients (`cvl_algos.cql_manual`: the critic over the 3N proposals and the data
+    action, the BC warm start, SAC's actor and temperature steps, the Lagrange step), within
+    float rounding of autograd's at the same seed; it needs ``torso="mlp"`` (the DenseNet is
+    refused when the config is built)."""
 
     backup_entropy: bool = False
     """Soft backup ``-alpha log pi`` in the TD target; the reference CQL code's default is the

@@ -89,7 +89,7 @@ learner's clip (`cvl_algos.common.clip_grad_norm` at ``max_grad_norm``) and opti
 The transposed weight views (and the DenseNet's column blocks) are made once: the optimisers,
 the polyak averages and checkpoint loading all update parameters in place, so the views stay
 current. Only for state observations (identity encoder), ``compile=False`` and SAC's own losses
-(`check_manual_gradients`).
+(`check_manual_gradients`); `cvl_algos.cql_manual.ManualCQLUpdate` extends it to CQL's.
 """
 
 from __future__ import annotations
