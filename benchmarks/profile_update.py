@@ -7,7 +7,8 @@ What is profiled: ``steps`` updates ``learner.update(batch)`` on one fixed synth
 (sampling excluded; ``bench_vs_d3rlpy.py`` times it with sampling), after ``warmup`` untimed
 ones. Each ATen op's self CPU time is put in one bucket:
 
-- ``matmul``: ``addmm``, ``mm``, ``bmm``, ``baddbmm``, ``addmv``, ``dot`` (forward and backward);
+- ``matmul``: ``addmm``, ``addmm_``, ``mm``, ``bmm``, ``baddbmm``, ``addmv``, ``dot`` (forward and
+  backward);
 - ``optimizer``: every op run inside ``Optimizer.step`` (Adam's arithmetic) or ``zero_grad``;
 - ``norm+clip``: ``clip_grad_norm_``'s ops (the per-tensor norms, the scale);
 - ``layernorm``: ``native_layer_norm`` and its backward;
@@ -40,7 +41,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from benchmarks.bench_algos import make_batch  # noqa: E402
 from cvl_algos import make_learner  # noqa: E402
 
-MATMUL = {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::dot"}
+MATMUL = {
+    "aten::addmm",
+    "aten::addmm_",  # CQL's hand-written critic adds its chunks' weight gradients up with it
+    "aten::mm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::addmv",
+    "aten::dot",
+}
 LAYERNORM = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
 OVERRIDES = {
     "bc": {},
