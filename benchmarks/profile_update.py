@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> None:
     """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), hidden 256x256, "
-        f"torso {args.torso}, batch 512, {args.steps} profiled updates after {args.warmup} warm-up\n"
+        f"torso {args.torso}, batch 512, {args.steps} profiled updates after {args.warmup} "
+        "warm-up\n"
     )
     for name in args.algos:
         result = profile_learner(name, args.steps, args.warmup, args.torso)

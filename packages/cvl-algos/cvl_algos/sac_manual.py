@@ -129,8 +129,8 @@ def check_manual_gradients(
     `ManualSACUpdate`: observations other than 1-D states, or a subclass of ``sac_class`` (the
     class whose losses the update reproduces, `cvl_algos.sac.SACLearner` or
     `cvl_algos.cql.CQLLearner`, passed in so that this module does not import it) that overrides
-    one of ``methods`` (its losses, stages or update) or defines one that ``sac_class`` has not. The torso and ``compile`` are checked by
-    the config itself."""
+    one of ``methods`` (its losses, stages or update) or defines one that ``sac_class`` has not.
+    The torso and ``compile`` are checked by the config itself."""
     if len(learner.obs_shape) != 1:
         raise ValueError(
             f"manual_gradients needs state observations (a 1-D obs_shape), got {learner.obs_shape}"
