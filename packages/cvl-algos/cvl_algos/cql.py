@@ -55,8 +55,7 @@ class CQLConfig(sac.SACConfig):
     ``manual_gradients`` (SAC's field, off by default) makes CQL's whole update with
     hand-written gradients (`cvl_algos.cql_manual`: the critic over the 3N proposals and the data
     action, the BC warm start, SAC's actor and temperature steps, the Lagrange step), within
-    float rounding of autograd's at the same seed; it needs ``torso="mlp"`` (the DenseNet is
-    refused when the config is built)."""
+    float rounding of autograd's at the same seed, with either torso."""
 
     backup_entropy: bool = False
     """Soft backup ``-alpha log pi`` in the TD target; the reference CQL code's default is the
@@ -79,13 +78,6 @@ class CQLConfig(sac.SACConfig):
     policy_eval_start: int = 40_000
     """Updates during which the actor is trained by BC (+ SAC entropy term) before switching to
     the SAC actor loss (reference CQL default 40k; not in the paper; 0 disables)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.manual_gradients and self.torso != "mlp":
-            raise ValueError(
-                f'manual_gradients with CQL needs torso="mlp" (plain MLP), got {self.torso!r}'
-            )
 
 
 def _q_many(critic: nn.Module, obs: torch.Tensor, actions: torch.Tensor):

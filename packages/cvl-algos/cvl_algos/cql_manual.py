@@ -1,4 +1,4 @@
-"""CQL's update with hand-written gradients (``CQLConfig.manual_gradients``), plain MLP torso.
+"""CQL's update with hand-written gradients (``CQLConfig.manual_gradients``), for both torsos.
 
 `ManualCQLUpdate` is `cvl_algos.sac_manual.ManualSACUpdate` (whose docstring has the notation,
 the plain MLP's backward pass, the policy sample and SAC's actor and temperature steps) with
@@ -12,7 +12,8 @@ proposals ``a_j`` (uniform, ``pi(s)``, ``pi(s')``) with log-densities ``log mu_j
 (`cvl_algos.cql_parts.cql_proposals`), in the autograd path's order. Each head ``Q_i`` scores
 the ``M = 3N + 1`` actions (the proposals, then the data action ``a``) at ``s``, its first
 layer's state columns once per state (``a_1 = a_j W_a^T + (s W_s^T + b_1)``,
-`cvl_algos.sac_manual_torso.mlp_forward_shared`). With ``c`` the regulariser's weight (fixed
+`cvl_algos.cql_manual_torso.mlp_forward_shared`; the DenseNet's every layer's, as ``x`` feeds
+them all, `dense_forward_shared`). With ``c`` the regulariser's weight (fixed
 ``cql_alpha`` or the Lagrange multiplier), temperature ``T`` and ``x_ij = (Q_i(s, a_j) - log
 mu_j) / T`` (without importance sampling ``log mu_j = 0``)::
 
@@ -20,8 +21,9 @@ mu_j) / T`` (without importance sampling ``log mu_j = 0``)::
     dL/dQ_i(s, a_j) = (c / B) softmax_j(x_ij)                  (proposals)
     dL/dQ_i(s, a)   = 2 (Q_i(s, a) - y) / B - c / B              (data action)
 
-back-propagated through the head with `mlp_backward_shared`: the state columns' weight
-gradient is ``(sum_j G_1j)^T s``, the action columns' ``G_1^T a``, over all ``M B`` rows. Each
+back-propagated through the head with `mlp_backward_shared` (`dense_backward_shared`): a
+layer's state columns' weight gradient is ``(sum_j G_j)^T s``, the action columns' ``G^T a``,
+over all ``M B`` rows. Each
 head runs forward and backward over ``STATE_CHUNK`` states (all their ``M`` actions: the
 softmax is per state) at a time, its weight gradients summed over the chunks.
 
@@ -38,9 +40,9 @@ Lagrange step (``cql_lagrange``, `cvl_algos.cql.cql_lagrange_loss`): ``L' = -alp
 tau)``, ``alpha' = exp(log_alpha')``, so ``dL'/d log_alpha' = L'``; one clipped step of its
 optimiser after the target average.
 
-Plain MLP torso only (the DenseNet would need the shared state columns of every layer in its
-backward pass; `cvl_algos.cql.CQLConfig` refuses it). Pixels, ``compile`` and vectorised seeds
-are refused as for SAC.
+Either torso: the plain MLP or the DenseNet with LayerNorm (`cvl_algos.cql_manual_torso`,
+its passes picked once, when the update is built). Pixels, ``compile`` and vectorised
+seeds are refused as for SAC.
 """
 
 from __future__ import annotations
@@ -50,15 +52,10 @@ from einops import rearrange
 
 from cvl_algos.base import LearnerBase
 from cvl_algos.common import assert_transition_batch
+from cvl_algos.cql_manual_torso import shared_torso_functions
 from cvl_algos.cql_parts import cql_proposals, cql_terms
 from cvl_algos.sac import td_loss
 from cvl_algos.sac_manual import SAC_METHODS, ManualSACUpdate, policy_dist, policy_out_grad
-from cvl_algos.sac_manual_torso import (
-    MLP_FUNCTIONS,
-    mlp_backward_shared,
-    mlp_forward_shared,
-    mlp_shared_cols,
-)
 from cvl_models.policy import ACTION_CLIP, action_log_prob, sample_tanh_gaussian
 
 __all__ = ["CQL_METHODS", "STATE_CHUNK", "ManualCQLUpdate", "cql_q_grad", "data_log_prob_grads"]
@@ -120,7 +117,7 @@ def data_log_prob_grads(
 
 class ManualCQLUpdate(ManualSACUpdate):
     """`cvl_algos.cql.CQLLearner`'s update with hand-written gradients (module docstring), for a
-    learner with the plain MLP torso and state observations; ``cql_class`` is `CQLLearner`
+    learner with either torso and state observations; ``cql_class`` is `CQLLearner`
     (passed in so that this module does not import it); ``state_chunk`` the states per pass
     of a critic head (`STATE_CHUNK`). `critic_grads`, `actor_grads` (the warm
     start's while ``step < policy_eval_start``) and `alpha_grads` compute one stage's gradients
@@ -131,11 +128,8 @@ class ManualCQLUpdate(ManualSACUpdate):
     ) -> None:
         super().__init__(learner, cql_class, CQL_METHODS)
         self.state_chunk = state_chunk
-        if self.torso is not MLP_FUNCTIONS:
-            raise ValueError(
-                f'manual_gradients with CQL needs torso="mlp", got {learner.config.torso!r}'
-            )
-        self.shared_cols = [mlp_shared_cols(layers, self.obs_dim) for layers in self.critics]
+        self.shared = shared_torso_functions(learner.critic.q1.mlp)
+        self.shared_cols = [self.shared.cols(c, self.obs_dim) for c in self.critics]
 
     @torch.no_grad()
     def critic_grads(self, batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -163,7 +157,7 @@ class ManualCQLUpdate(ManualSACUpdate):
             q_chunks = []
             for i, rows in enumerate(chunks):
                 saved: list = []
-                q = mlp_forward_shared(layers, cols, batch.obs[rows], with_data[:, rows], saved)
+                q = self.shared.forward(layers, cols, batch.obs[rows], with_data[:, rows], saved)
                 q = rearrange(q, "(m b) 1 -> m b", m=with_data.shape[0])
                 grad = cql_q_grad(
                     q,
@@ -175,7 +169,7 @@ class ManualCQLUpdate(ManualSACUpdate):
                     batch_size,
                 )
                 grad = rearrange(grad, "m b -> (m b) 1")
-                mlp_backward_shared(layers, saved, grad, grads, accumulate=i > 0)
+                self.shared.backward(layers, saved, grad, grads, i > 0)
                 q_chunks.append(q)
             qs.append(torch.cat(q_chunks, dim=1))
         return _critic_metrics(qs, target, log_mu, weight, cfg)

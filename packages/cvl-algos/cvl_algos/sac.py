@@ -97,8 +97,8 @@ class SACConfig:
     Either torso: the plain MLP (about half the dispatched ops per update: 1.4-1.6x faster per
     update at 128 x 128, batch 256, 1.1-1.2x at 256 x 256, batch 512, on one CPU thread,
     bench_sac_update_variants.py ``manual_mlp``) or the DenseNet with LayerNorm (``manual_dense``
-    there). CQL (`cvl_algos.cql_manual`, its critic, BC warm start and Lagrange steps) takes it
-    with the plain MLP only (``torso="mlp"``). Needs state (1-D) observations,
+    there). CQL takes it too, either torso (`cvl_algos.cql_manual`: its critic, BC warm start
+    and Lagrange steps). Needs state (1-D) observations,
     ``compile=False``, SAC's or CQL's own losses (not a subclass's, e.g. CQL+UDS) and no
     vectorised seeds; anything else is refused when the config or learner is built. Its
     results equal autograd's up to float rounding (sums in another order), not bit for bit."""

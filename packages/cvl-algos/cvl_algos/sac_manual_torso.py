@@ -8,7 +8,8 @@ caller's ``torch.no_grad()``; ``layers`` is what the torso's ``*_layers`` return
 network (its parameters and weight views, made once: the optimisers, the polyak averages and
 checkpoint loading update parameters in place, so the views stay current); ``saved`` is the
 list a ``*_forward`` call filled, ``grads`` the network's ``.grad`` buffers in the module's
-parameter order (the order of ``*_params``).
+parameter order (the order of ``*_params``). CQL's critic passes over 3N + 1 actions per state
+(`cvl_algos.cql_manual_torso`) build on the ``*_above_first`` parts and `layer_norm_backward`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
-from einops import rearrange, reduce
 from torch import nn
 
 from cvl_models.mlp import DenseMLP, PlainMLP
@@ -33,23 +33,24 @@ __all__ = [
     "dense_input_grad",
     "dense_layers",
     "dense_params",
+    "bias_grad",
     "layer_norm_backward",
     "mlp_backward",
-    "mlp_backward_shared",
+    "mlp_backward_above_first",
     "mlp_forward",
-    "mlp_forward_shared",
+    "mlp_forward_above_first",
     "mlp_input_cols",
     "mlp_input_grad",
     "mlp_layers",
     "mlp_params",
-    "mlp_shared_cols",
+    "threshold_backward",
     "torso_functions",
 ]
 
 Layer = tuple[nn.Parameter, nn.Parameter, torch.Tensor]
 """A linear layer as ``(weight, bias, weight.t())``; the transposed view is made once."""
 
-_threshold_backward = torch.ops.aten.threshold_backward
+threshold_backward = torch.ops.aten.threshold_backward
 _native_layer_norm_backward = torch.ops.aten.native_layer_norm_backward
 
 
@@ -86,43 +87,10 @@ def mlp_forward(layers: list[Layer], x: torch.Tensor, saved: list | None) -> tor
     if saved is not None:
         saved.append(h)
     _, bias, weight_t = layers[0]
-    return _mlp_forward_above_first(layers, torch.addmm(bias, h, weight_t), saved)
+    return mlp_forward_above_first(layers, torch.addmm(bias, h, weight_t), saved)
 
 
-def mlp_shared_cols(layers: list[Layer], split: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first layer's transposed column blocks ``(W_1[:, :split]^T, W_1[:, split:]^T)``, the
-    shared and the per-item input's (for `mlp_forward_shared`)."""
-    with torch.no_grad():
-        weight_t = layers[0][2]
-        return weight_t[:split], weight_t[split:]
-
-
-def mlp_forward_shared(
-    layers: list[Layer],
-    cols: tuple[torch.Tensor, torch.Tensor],
-    shared: torch.Tensor,
-    per_item: torch.Tensor,
-    saved: list | None,
-) -> torch.Tensor:
-    """``PlainMLP.forward_shared``: the `mlp_forward` of ``[s_b, x_nb]`` for ``shared`` (B, d_s)
-    and ``per_item`` (N, B, d_p), with the first layer's ``s W_s^T + b_1`` computed once per
-    state: ``a_1 = x_nb W_x^T + (s_b W_s^T + b_1)``; ``cols`` from `mlp_shared_cols`. Returns
-    (N B, out) (item-major rows); ``saved`` gets ``(s, x)`` (x as (N B, d_p)) for the first
-    layer, then each later layer's input, as `mlp_forward`'s."""
-    dtype = layers[0][0].dtype
-    shared, per_item = shared.to(dtype), per_item.to(dtype).contiguous()
-    if saved is not None:
-        saved.append((shared, rearrange(per_item, "n b d -> (n b) d")))
-    cols_shared, cols_item = cols
-    first = torch.addmm(layers[0][1], shared, cols_shared)
-    num, width = per_item.shape[0], first.shape[1]
-    # one batched product onto the per-state part broadcast over items (beta = 1): 1.7x a
-    # product then an in-place broadcast add at 31 x 512 rows, 4 -> 256 (one CPU thread)
-    pre = torch.baddbmm(first.expand(num, *first.shape), per_item, cols_item.expand(num, -1, width))
-    return _mlp_forward_above_first(layers, rearrange(pre, "n b h -> (n b) h"), saved)
-
-
-def _mlp_forward_above_first(
+def mlp_forward_above_first(
     layers: list[Layer], pre: torch.Tensor, saved: list | None
 ) -> torch.Tensor:
     """The layers ``k >= 2`` of `mlp_forward` from the first layer's output ``a_1``."""
@@ -140,35 +108,12 @@ def mlp_backward(
     """Parameter gradients of a `mlp_forward` pass for ``grad = dLoss/d out``: ``dW_k = G^T
     h_{k-1}``, ``db_k = sum_b G``, ``G <- (G W_k) [h_{k-1} > 0]``, written into ``grads``
     (``[dW_1, db_1, ..., dW_{L+1}, db_{L+1}]``, the module's parameter order)."""
-    grad = _mlp_backward_above_first(layers, saved, grad, grads)
+    grad = mlp_backward_above_first(layers, saved, grad, grads)
     torch.mm(grad.t(), saved[0], out=grads[0])
     torch.sum(grad, 0, out=grads[1])
 
 
-def mlp_backward_shared(
-    layers: list[Layer],
-    saved: list,
-    grad: torch.Tensor,
-    grads: list[torch.Tensor],
-    accumulate: bool = False,
-) -> None:
-    """Parameter gradients of a `mlp_forward_shared` pass for ``grad = dLoss/d out`` (N B, out):
-    as `mlp_backward`, except the first layer's state columns, ``dW_s = (sum_n G_1n)^T s``
-    (the state's row fed every item), and ``dW_x = G_1^T x``, ``db_1 = sum G_1``. With
-    ``accumulate`` they are added to ``grads`` (a pass over a further chunk of states)."""
-    grad = _mlp_backward_above_first(layers, saved, grad, grads, accumulate)
-    shared, per_item = saved[0]
-    split = shared.shape[1]
-    per_state = reduce(grad, "(n b) h -> b h", "sum", b=shared.shape[0])
-    # x^T G then transposed into the column block: G^T x into it (out= a strided view) ran
-    # 5x slower at 31 x 512 rows, 4 columns (one CPU thread)
-    blocks = (torch.mm(shared.t(), per_state).t(), torch.mm(per_item.t(), grad).t())
-    for block, value in zip((grads[0][:, :split], grads[0][:, split:]), blocks, strict=True):
-        block.add_(value) if accumulate else block.copy_(value)
-    _bias_grad(grads[1], per_state, accumulate)
-
-
-def _mlp_backward_above_first(
+def mlp_backward_above_first(
     layers: list[Layer],
     saved: list,
     grad: torch.Tensor,
@@ -183,12 +128,12 @@ def _mlp_backward_above_first(
             grads[2 * k].addmm_(grad.t(), h_in)
         else:
             torch.mm(grad.t(), h_in, out=grads[2 * k])
-        _bias_grad(grads[2 * k + 1], grad, accumulate)
-        grad = _threshold_backward(torch.mm(grad, layers[k][0]), h_in, 0)
+        bias_grad(grads[2 * k + 1], grad, accumulate)
+        grad = threshold_backward(torch.mm(grad, layers[k][0]), h_in, 0)
     return grad
 
 
-def _bias_grad(out: torch.Tensor, grad: torch.Tensor, accumulate: bool) -> None:
+def bias_grad(out: torch.Tensor, grad: torch.Tensor, accumulate: bool) -> None:
     """``db = sum_b G`` into ``out``, or added to it."""
     if accumulate:
         out.add_(grad.sum(0))
@@ -202,7 +147,7 @@ def mlp_input_grad(
     """``dLoss/d input[:, start:]`` of a `mlp_forward` pass, ``cols`` from `mlp_input_cols`
     (no parameter gradients)."""
     for k in range(len(layers) - 1, 0, -1):
-        grad = _threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
+        grad = threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
     return torch.mm(grad, cols)
 
 
@@ -280,12 +225,13 @@ def layer_norm_backward(
     norm: tuple[torch.Tensor, torch.Tensor, float],
     grad_gamma: torch.Tensor | None = None,
     grad_beta: torch.Tensor | None = None,
+    accumulate: bool = False,
 ) -> torch.Tensor:
     """``dLoss/da`` of ``y = gamma xhat + beta``, ``xhat = (a - mu)/sigma``, for ``grad =
     dLoss/dy``: ``(1/sigma) (gh - mean(gh) - xhat mean(gh xhat))``, ``gh = g gamma``, means over
     features; also ``dgamma = sum_b g xhat`` and ``dbeta = sum_b g`` into ``grad_gamma`` and
-    ``grad_beta`` (when given). Computed by torch's fused kernel
-    (``aten.native_layer_norm_backward``, the one autograd calls) from the forward pass's
+    ``grad_beta`` (when given; added to them with ``accumulate``). Computed by torch's fused
+    kernel (``aten.native_layer_norm_backward``, the one autograd calls) from the forward pass's
     ``mu`` and ``1/sigma``: one op in place of about ten. ``saved`` is `dense_forward`'s entry
     for the layer, ``norm`` its ``(gamma, beta, eps)``."""
     _, a, mean, rstd, _ = saved
@@ -294,7 +240,10 @@ def layer_norm_backward(
     grad_a, dgamma, dbeta = _native_layer_norm_backward(
         grad, a, (a.shape[1],), mean, rstd, gamma, beta, [True, params, params]
     )
-    if params:
+    if params and accumulate:
+        grad_gamma.add_(dgamma)
+        grad_beta.add_(dbeta)
+    elif params:
         grad_gamma.copy_(dgamma)
         grad_beta.copy_(dbeta)
     return grad_a
@@ -312,7 +261,7 @@ def dense_backward(
     torch.sum(grad, 0, out=grads[4 * depth + 1])
     for k in range(depth - 1, -1, -1):
         entry = saved[k]
-        grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
+        grad = threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
         grad_gamma, grad_beta = grads[2 * depth + 2 * k], grads[2 * depth + 2 * k + 1]
         grad = layer_norm_backward(grad, entry, layers.norms[k], grad_gamma, grad_beta)
         torch.mm(grad.t(), entry[0], out=grads[2 * k])
@@ -329,7 +278,7 @@ def dense_input_grad(
     grad_x = torch.mm(grad, cols[depth])
     for k in range(depth - 1, -1, -1):
         entry = saved[k]
-        grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
+        grad = threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
         grad = layer_norm_backward(grad, entry, layers.norms[k])
         grad_x.addmm_(grad, cols[k])
     return grad_x

@@ -1,5 +1,5 @@
-"""CQL with ``manual_gradients=True`` (`cvl_algos.cql_manual`) against autograd's CQL, plain MLP
-torso: the same gradients of each stage at equal parameters and random draws (critic with and
+"""CQL with ``manual_gradients=True`` (`cvl_algos.cql_manual`) against autograd's CQL, for both
+torsos (the plain MLP and the paper's DenseNet with LayerNorm): the same gradients of each stage at equal parameters and random draws (critic with and
 without importance sampling, BC warm start, SAC's actor, temperature, Lagrange), the same
 updates, checkpoints and resumption, and the refusals."""
 
@@ -14,6 +14,7 @@ from conftest import (
     TINY,  # pants: no-infer-dep
     assert_learners_equal,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    randomise_layer_norms,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from cvl_algos import load_learner, make_learner
 from cvl_algos.cql import CQLConfig, CQLLearner, cql_lagrange_loss
 from cvl_algos.cql_manual import STATE_CHUNK
 from cvl_algos.sac import alpha_loss
-from cvl_models.mlp import PlainMLP
+from cvl_models.mlp import DenseMLP, PlainMLP
 
 GRAD_TOLERANCE = 1e-5
 """Largest ``||g_manual - g_autograd|| / ||g_autograd||`` of any gradient tensor, ..."""
@@ -32,6 +33,9 @@ state's softmax adds ``c / B`` to the output bias's gradient, its data action ``
 small gradient can carry the float32 rounding of its large terms (seen: 1.2e-7 on 0.004)."""
 
 
+TORSOS = ("mlp", "densenet")
+
+
 def _twins(
     action_dim: int = ACTION_DIM,
     seed: int = 0,
@@ -39,9 +43,11 @@ def _twins(
     state_chunk: int = STATE_CHUNK,
     **overrides,
 ) -> tuple[CQLLearner, CQLLearner]:
-    """``(autograd, manual)`` CQL learners with the plain MLP torso and the same seed: equal
-    parameters and random draws; the manual one's critic passes over ``state_chunk`` states
-    at a time (below the batch size: several chunks, their gradients summed)."""
+    """``(autograd, manual)`` CQL learners (``torso="mlp"`` unless overridden), the same seed:
+    equal parameters and random draws; the manual one's critic passes over ``state_chunk``
+    states at a time (below the batch size: several chunks, their gradients summed). The
+    DenseNet's LayerNorms get random affine parameters (the same in both), as in
+    test_sac_manual.py, so that the tests see them."""
     config = CQLConfig(**{**TINY, "torso": "mlp", "cql_num_samples": 3, **overrides})
     manual = dataclasses.replace(config, manual_gradients=True)
     learners = (
@@ -49,6 +55,7 @@ def _twins(
         CQLLearner((OBS_DIM,), action_dim, manual, device, seed),
     )
     learners[1].manual_update.state_chunk = state_chunk
+    randomise_layer_norms(learners, seed)
     return learners
 
 
@@ -65,6 +72,7 @@ def _assert_metrics_close(manual: dict, auto: dict) -> None:
         torch.testing.assert_close(manual[key], value, rtol=1e-5, atol=1e-6, msg=key)
 
 
+@pytest.mark.parametrize("torso", TORSOS)
 @settings(max_examples=12, deadline=None)
 @given(
     hidden=st.sampled_from([(8,), (16, 16), (12, 20, 16)]),
@@ -81,6 +89,7 @@ def _assert_metrics_close(manual: dict, auto: dict) -> None:
     seed=st.integers(0, 100),
 )
 def test_stage_gradients_equal_autograd(
+    torso,
     hidden,
     batch_size,
     action_dim,
@@ -101,6 +110,7 @@ def test_stage_gradients_equal_autograd(
         action_dim,
         seed,
         state_chunk=state_chunk,
+        torso=torso,
         hidden=hidden,
         cql_num_samples=num_samples,
         cql_temperature=temperature,
@@ -159,10 +169,11 @@ def test_lagrange_gradient_equals_autograd(log_alpha, regularizer):
     ],
 )
 @pytest.mark.parametrize("state_chunk", [STATE_CHUNK, 7])
-def test_updates_equal_autograd(overrides, state_chunk, device):
+@pytest.mark.parametrize("torso", TORSOS)
+def test_updates_equal_autograd(overrides, state_chunk, torso, device):
     """Four updates from the same seed: the same metrics (names, order, values) and
     parameters within float rounding."""
-    auto, manual = _twins(seed=3, device=device, state_chunk=state_chunk, **overrides)
+    auto, manual = _twins(seed=3, device=device, state_chunk=state_chunk, torso=torso, **overrides)
     assert auto.manual_update is None and manual.manual_update is not None
     for i in range(4):
         batch = make_transition_batch(i, device=device)
@@ -176,13 +187,13 @@ def test_updates_equal_autograd(overrides, state_chunk, device):
             torch.testing.assert_close(b, a, rtol=0.0, atol=1e-5, msg=name)
 
 
-@pytest.mark.parametrize("lagrange", [False, True])
-def test_save_load_act_and_resume_bit_equal(lagrange, tmp_path):
+@pytest.mark.parametrize(("torso", "lagrange"), [("mlp", False), ("mlp", True), ("densenet", True)])
+def test_save_load_act_and_resume_bit_equal(torso, lagrange, tmp_path):
     """Stopped and resumed across the warm start's switch, bit for bit."""
     batches = [make_transition_batch(i) for i in range(6)]
     overrides = {
         **TINY,
-        "torso": "mlp",
+        "torso": torso,
         "manual_gradients": True,
         "policy_eval_start": 2,
         "cql_lagrange": lagrange,
@@ -225,16 +236,13 @@ def _message(build) -> str:
     return message
 
 
-def test_refusals():
-    manual = {**TINY, "manual_gradients": True}
-    assert (
-        _message(lambda: CQLConfig(**manual))
-        == "manual_gradients with CQL needs torso=\"mlp\" (plain MLP), got 'densenet'"
-    )
-    plain = {**manual, "torso": "mlp"}
-    assert isinstance(
-        CQLLearner((OBS_DIM,), ACTION_DIM, CQLConfig(**plain)).critic.q1.mlp, PlainMLP
-    )
+@pytest.mark.parametrize("torso", TORSOS)
+def test_refusals(torso):
+    """Everything but the torso: both are accepted (the default, the DenseNet, included)."""
+    assert CQLConfig(manual_gradients=True).torso == "densenet"
+    plain = {**TINY, "manual_gradients": True, "torso": torso}
+    net = CQLLearner((OBS_DIM,), ACTION_DIM, CQLConfig(**plain)).critic.q1.mlp
+    assert isinstance(net, PlainMLP if torso == "mlp" else DenseMLP)
     assert (
         _message(lambda: CQLConfig(**plain, compile=True))
         == "manual_gradients needs compile=False, got compile=True"

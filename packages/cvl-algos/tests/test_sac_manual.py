@@ -13,6 +13,7 @@ from conftest import (
     TINY,  # pants: no-infer-dep
     assert_learners_equal,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    randomise_layer_norms,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,15 +41,7 @@ def _twins(
         SACLearner((OBS_DIM,), action_dim, config, device, seed),
         SACLearner((OBS_DIM,), action_dim, manual, device, seed),
     )
-    generator = torch.Generator().manual_seed(seed)
-    for modules in zip(*(learner.state_modules().values() for learner in learners), strict=True):
-        for name, param in modules[0].named_parameters():
-            if ".norms." in name:
-                value = torch.empty(param.shape).uniform_(0.5, 1.5, generator=generator)
-                value -= 1.0 if name.endswith("bias") else 0.0
-                with torch.no_grad():
-                    for module in modules:
-                        module.get_parameter(name).copy_(value)
+    randomise_layer_norms(learners, seed)
     return learners
 
 
