@@ -23,6 +23,8 @@ architecture, instead of the paper's DenseNet with LayerNorm):
   policy type as ours;
 - ``cql``: ours after its BC warm start (``policy_eval_start=0``), fixed ``cql_alpha=1``,
   10 + 10 + 10 sampled actions per state;
+- ``cql_manual``: ``cql`` with ``manual_gradients=True`` (hand-written gradients,
+  `cvl_algos.cql_manual`; needs ``--torso mlp``);
 - ``d3rlpy_cql``: ``conservative_weight=1``, ``alpha_learning_rate=0`` (fixed weight, as ours),
   ``n_action_samples=10``, all learning rates 3e-4, deterministic backup (both defaults);
 - ``cvl`` / ``cvl_mc``: ours only, batches of 512 uniform anchors (``sampler_mode="uniform"``).
@@ -90,6 +92,9 @@ class Contender:
 
 # ----------------------------------------------------------------------------- ours
 
+LEARNERS = {"cql_manual": "cql"}
+"""Contenders that are a registered learner with other settings (`our_contender`)."""
+
 
 def our_contender(name: str, dataset, seed: int = 0, torso: str = "densenet") -> Contender:
     """Our learner ``name`` at the benchmark's sizes and ``torso`` with its own sampler over
@@ -97,12 +102,16 @@ def our_contender(name: str, dataset, seed: int = 0, torso: str = "densenet") ->
     from cvl_algos import make_learner
 
     overrides = {"hidden": HIDDEN, "batch_size": BATCH, "lr": LR, "torso": torso}
-    if name == "cql":
+    if name.startswith("cql"):
         overrides["policy_eval_start"] = 0
+    if name == "cql_manual":  # the same CQL, its gradients hand-written (cvl_algos.cql_manual)
+        overrides["manual_gradients"] = True
     if name.startswith("cvl"):
         overrides["sampler_mode"] = "uniform"
     spec = dataset.spec
-    learner = make_learner(name, spec.obs_shape, spec.action_shape[0], seed=seed, **overrides)
+    learner = make_learner(
+        LEARNERS.get(name, name), spec.obs_shape, spec.action_shape[0], seed=seed, **overrides
+    )
     sampler = learner.make_sampler(dataset, "cpu", seed)
     fixed = sampler.sample()
     return Contender(name, lambda: learner.update(sampler.sample()), lambda: learner.update(fixed))
@@ -216,6 +225,8 @@ RATIOS = (
     ("bc", "d3rlpy_bc", "BC ours / d3rlpy deterministic BC"),
     ("bc", "d3rlpy_bc_stoch", "BC ours / d3rlpy stochastic BC (same policy type)"),
     ("cql", "d3rlpy_cql", "CQL ours / d3rlpy CQL"),
+    ("cql_manual", "d3rlpy_cql", "CQL ours manual grads / d3rlpy CQL"),
+    ("cql_manual", "cql", "CQL ours manual grads / autograd"),
     ("cvl", "cql", "CVL ours / CQL ours"),
     ("cvl_mc", "cql", "CVL-MC ours / CQL ours"),
 )

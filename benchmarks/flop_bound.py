@@ -31,14 +31,26 @@ MATMULS = (
     torch.ops.aten.addmm.default,
     torch.ops.aten.bmm.default,
     torch.ops.aten.baddbmm.default,
+    torch.ops.aten.addmm_.default,
 )
 """The ATen matrix products `gemm_replay_seconds` records (``mm.out``: the hand-written
-gradients of `cvl_algos.sac_manual`)."""
+gradients of `cvl_algos.sac_manual`; ``addmm_``: `cvl_algos.cql_manual`'s chunks)."""
+
+
+def _inplace_addmm_flops(self_shape, a_shape, b_shape, out_shape=None, **kwargs) -> int:
+    """``2 m k n`` of ``self.addmm_(a, b)``, ``a`` (m, k), ``b`` (k, n)."""
+    return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+
+
+INPLACE_MATMULS = {torch.ops.aten.addmm_: _inplace_addmm_flops}
+"""In-place products ``FlopCounterMode`` does not count by itself: ``addmm_``, which
+`cvl_algos.cql_manual` uses to add its chunks' weight gradients up."""
 
 
 def update_flops(step: Callable[[], object]) -> int:
-    """FLOPs of one call of ``step`` as ``FlopCounterMode`` counts them."""
-    counter = FlopCounterMode(display=False)
+    """FLOPs of one call of ``step`` as ``FlopCounterMode`` counts them, plus the in-place
+    products it leaves out (`INPLACE_MATMULS`)."""
+    counter = FlopCounterMode(display=False, custom_mapping=INPLACE_MATMULS)
     with counter:
         step()
     return counter.get_total_flops()

@@ -7,7 +7,8 @@ What is profiled: ``steps`` updates ``learner.update(batch)`` on one fixed synth
 (sampling excluded; ``bench_vs_d3rlpy.py`` times it with sampling), after ``warmup`` untimed
 ones. Each ATen op's self CPU time is put in one bucket:
 
-- ``matmul``: ``addmm``, ``mm``, ``bmm``, ``baddbmm``, ``addmv``, ``dot`` (forward and backward);
+- ``matmul``: ``addmm``, ``addmm_``, ``mm``, ``bmm``, ``baddbmm``, ``addmv``, ``dot`` (forward and
+  backward);
 - ``optimizer``: every op run inside ``Optimizer.step`` (Adam's arithmetic) or ``zero_grad``;
 - ``norm+clip``: ``clip_grad_norm_``'s ops (the per-tensor norms, the scale);
 - ``layernorm``: ``native_layer_norm`` and its backward;
@@ -40,19 +41,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from benchmarks.bench_algos import make_batch  # noqa: E402
 from cvl_algos import make_learner  # noqa: E402
 
-MATMUL = {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::addmv", "aten::dot"}
+MATMUL = {
+    "aten::addmm",
+    "aten::addmm_",  # CQL's hand-written critic adds its chunks' weight gradients up with it
+    "aten::mm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::addmv",
+    "aten::dot",
+}
 LAYERNORM = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
 OVERRIDES = {
     "bc": {},
     "cql": {"policy_eval_start": 0},
+    "cql_manual": {"policy_eval_start": 0, "manual_gradients": True},  # needs --torso mlp
     "sac": {},
     "cvl": {"sampler_mode": "uniform", "batch_size": 512},
 }
+LEARNERS = {"cql_manual": "cql"}
+"""Profiled names that are a registered learner with other settings."""
 
 
-def build(name: str):
+def build(name: str, torso: str = "densenet"):
     """The learner and a fixed batch of its kind at the profile's sizes."""
-    learner = make_learner(name, (39,), 4, seed=0, hidden=(256, 256), **OVERRIDES[name])
+    learner = make_learner(
+        LEARNERS.get(name, name),
+        (39,),
+        4,
+        seed=0,
+        hidden=(256, 256),
+        **({} if torso == "densenet" else {"torso": torso}),
+        **OVERRIDES[name],
+    )
     batch = make_batch(learner.sampler_kind, learner.config.batch_size, (39,), 4, "cpu")
     return learner, batch
 
@@ -81,10 +101,10 @@ def bucket(event) -> str:
     return "elementwise/other"
 
 
-def profile_learner(name: str, steps: int, warmup: int) -> dict:
+def profile_learner(name: str, steps: int, warmup: int, torso: str = "densenet") -> dict:
     """Unprofiled ms/update, and per-bucket and per-op self CPU ms per update under the
     profiler, and the profiled wall ms per update."""
-    learner, batch = build(name)
+    learner, batch = build(name, torso)
     for _ in range(warmup):
         learner.update(batch)
     start = time.perf_counter()
@@ -139,6 +159,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="untimed updates first")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--top", type=int, default=12, help="ops listed per learner")
+    parser.add_argument(
+        "--torso", choices=["densenet", "mlp"], default="densenet", help="the learners' MLP torso"
+    )
     args = parser.parse_args()
     with process_settings(args.threads):  # threads, and malloc as training sets it
         run(args)
@@ -148,10 +171,12 @@ def run(args: argparse.Namespace) -> None:
     """The benchmark, under the process settings training uses (`cvl_algos.runtime`)."""
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), hidden 256x256, "
-        f"batch 512, {args.steps} profiled updates after {args.warmup} warm-up\n"
+        f"torso {args.torso}, batch 512, {args.steps} profiled updates after {args.warmup} "
+        "warm-up\n"
     )
     for name in args.algos:
-        print(markdown(name, profile_learner(name, args.steps, args.warmup), args.top))
+        result = profile_learner(name, args.steps, args.warmup, args.torso)
+        print(markdown(name, result, args.top))
 
 
 if __name__ == "__main__":

@@ -29,8 +29,10 @@ from torch import nn
 
 from cvl_algos import sac
 from cvl_algos.common import Scalar, assert_transition_batch, make_adam
+from cvl_algos.cql_manual import CQL_METHODS, ManualCQLUpdate
+from cvl_algos.cql_parts import cql_proposals, cql_terms
+from cvl_algos.sac_manual import check_manual_gradients
 from cvl_algos.stages import GradientStage, Stage
-from cvl_models.noise import uniform
 from cvl_models.policy import sample_tanh_gaussian
 
 __all__ = [
@@ -48,7 +50,12 @@ __all__ = [
 @dataclass(frozen=True)
 class CQLConfig(sac.SACConfig):
     """Hyperparameters of CQL(H): SAC's (:class:`~cvl_algos.sac.SACConfig`, paper table 1) plus
-    the regulariser's; tables 1-2 of the paper's appendix where it gives a value."""
+    the regulariser's; tables 1-2 of the paper's appendix where it gives a value.
+
+    ``manual_gradients`` (SAC's field, off by default) makes CQL's whole update with
+    hand-written gradients (`cvl_algos.cql_manual`: the critic over the 3N proposals and the data
+    action, the BC warm start, SAC's actor and temperature steps, the Lagrange step), within
+    float rounding of autograd's at the same seed, with either torso."""
 
     backup_entropy: bool = False
     """Soft backup ``-alpha log pi`` in the TD target; the reference CQL code's default is the
@@ -71,11 +78,6 @@ class CQLConfig(sac.SACConfig):
     policy_eval_start: int = 40_000
     """Updates during which the actor is trained by BC (+ SAC entropy term) before switching to
     the SAC actor loss (reference CQL default 40k; not in the paper; 0 disables)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.manual_gradients:
-            raise ValueError("manual_gradients needs SAC's own losses, got CQL's (autograd only)")
 
 
 def _q_many(critic: nn.Module, obs: torch.Tensor, actions: torch.Tensor):
@@ -119,56 +121,6 @@ def cql_regularizer(
         temperature,
         importance_sampling,
     )
-
-
-def cql_proposals(
-    action: torch.Tensor,
-    dist_obs: tuple[torch.Tensor, torch.Tensor],
-    dist_next: tuple[torch.Tensor, torch.Tensor],
-    num_samples: int,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``3 N`` proposal actions per state (N, B, A) each of uniform, ``pi(s)``, ``pi(s')``,
-    stacked (3N, B, A), and their log-densities (3N, B), in that RNG order.
-
-    ``dist_obs`` / ``dist_next`` are the policy's ``(mean, log_std)`` at ``s`` and ``s'``;
-    ``action`` (B, A) gives the shape and device.
-    """
-    shape = (num_samples, *action.shape)
-    action_uniform = uniform(shape, device=action.device) * 2.0 - 1.0
-    log_mu_uniform = torch.full(shape[:2], -action.shape[1] * math.log(2.0), device=action.device)
-    action_pi, log_pi = sample_tanh_gaussian(*dist_obs, num_samples)
-    action_pi_next, log_pi_next = sample_tanh_gaussian(*dist_next, num_samples)
-    actions = torch.cat([action_uniform, action_pi, action_pi_next], dim=0)
-    log_mu = torch.cat([log_mu_uniform, log_pi, log_pi_next], dim=0)
-    return actions, log_mu
-
-
-def cql_terms(
-    q_many: tuple[torch.Tensor, torch.Tensor],
-    q_data: tuple[torch.Tensor, torch.Tensor],
-    log_mu: torch.Tensor,
-    num_samples: int,
-    temperature: float,
-    importance_sampling: bool,
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """``R_1 + R_2`` from both heads' Q of the proposals (3N, B) and of the data (B,)."""
-    terms = []
-    for q_proposals, q_dataset in zip(q_many, q_data, strict=True):
-        scores = q_proposals - log_mu if importance_sampling else q_proposals
-        pushed_down = temperature * torch.logsumexp(scores / temperature, dim=0)
-        terms.append(pushed_down.mean() - q_dataset.mean())
-    reg = terms[0] + terms[1]
-    (q1_many, q2_many), (q1_data, q2_data) = q_many, q_data
-    n = num_samples
-    q_uniform = 0.5 * (q1_many[:n] + q2_many[:n])
-    q_pi = 0.5 * (q1_many[n : 2 * n] + q2_many[n : 2 * n])
-    metrics = {
-        "cql_regularizer": reg.detach(),
-        "q_uniform": q_uniform.mean().detach(),
-        "q_pi_samples": q_pi.mean().detach(),
-        "cql_gap": (0.5 * (q1_data + q2_data)).mean().detach() - q_uniform.mean().detach(),
-    }
-    return reg, metrics
 
 
 def cql_critic_loss(
@@ -272,6 +224,12 @@ class CQLLearner(sac.SACLearner):
         self._warmstart_loss_fn = self.maybe_compile(self.compute_warmstart_actor_loss)
         self.log_alpha_prime = Scalar(math.log(max(self.config.cql_alpha, 1e-8))).to(self.device)
         self.alpha_prime_opt = make_adam(self.log_alpha_prime.parameters(), self.config.lr)
+
+    def check_manual_gradients(self) -> None:
+        check_manual_gradients(self, CQLLearner, CQL_METHODS)
+
+    def make_manual_update(self) -> ManualCQLUpdate:
+        return ManualCQLUpdate(self, CQLLearner)
 
     def state_modules(self) -> dict[str, nn.Module]:
         modules = super().state_modules()

@@ -97,7 +97,9 @@ class SACConfig:
     Either torso: the plain MLP (about half the dispatched ops per update: 1.4-1.6x faster per
     update at 128 x 128, batch 256, 1.1-1.2x at 256 x 256, batch 512, on one CPU thread,
     bench_sac_update_variants.py ``manual_mlp``) or the DenseNet with LayerNorm (``manual_dense``
-    there). Needs state (1-D) observations, ``compile=False``, SAC itself (not CQL) and no
+    there). CQL takes it too, either torso (`cvl_algos.cql_manual`: its critic, BC warm start
+    and Lagrange steps). Needs state (1-D) observations,
+    ``compile=False``, SAC's or CQL's own losses (not a subclass's, e.g. CQL+UDS) and no
     vectorised seeds; anything else is refused when the config or learner is built. Its
     results equal autograd's up to float rounding (sums in another order), not bit for bit."""
 
@@ -219,7 +221,7 @@ class SACLearner(LearnerBase):
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg = self.config
         if cfg.manual_gradients:
-            check_manual_gradients(self, SACLearner)  # before building networks
+            self.check_manual_gradients()  # before building networks
         with self.rng_scope():
             self.policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
             self.policy = self.policy.to(self.device)
@@ -237,7 +239,16 @@ class SACLearner(LearnerBase):
         self._critic_loss_fn = self.maybe_compile(self.compute_critic_loss)
         self._actor_loss_fn = self.maybe_compile(self.compute_actor_loss)
         # the hand-written update (config.manual_gradients), else None: the stages' (autograd)
-        self.manual_update = ManualSACUpdate(self, SACLearner) if cfg.manual_gradients else None
+        self.manual_update = self.make_manual_update() if cfg.manual_gradients else None
+
+    def check_manual_gradients(self) -> None:
+        """Refuse (``ValueError``) what `make_manual_update`'s update cannot run, before the
+        networks are built (`cvl_algos.sac_manual.check_manual_gradients`)."""
+        check_manual_gradients(self, SACLearner)
+
+    def make_manual_update(self) -> ManualSACUpdate:
+        """The hand-written update of this learner's losses (``config.manual_gradients``)."""
+        return ManualSACUpdate(self, SACLearner)
 
     def state_modules(self) -> dict[str, nn.Module]:
         return {

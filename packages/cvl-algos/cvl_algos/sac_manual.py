@@ -89,7 +89,7 @@ learner's clip (`cvl_algos.common.clip_grad_norm` at ``max_grad_norm``) and opti
 The transposed weight views (and the DenseNet's column blocks) are made once: the optimisers,
 the polyak averages and checkpoint loading all update parameters in place, so the views stay
 current. Only for state observations (identity encoder), ``compile=False`` and SAC's own losses
-(`check_manual_gradients`).
+(`check_manual_gradients`); `cvl_algos.cql_manual.ManualCQLUpdate` extends it to CQL's.
 """
 
 from __future__ import annotations
@@ -108,30 +108,39 @@ from cvl_models.noise import standard_normal
 from cvl_models.policy import ACTION_CLIP, HALF_LOG_2PI, LOG_2
 
 __all__ = [
+    "SAC_METHODS",
     "ManualSACUpdate",
     "PolicySample",
     "check_manual_gradients",
+    "policy_dist",
     "policy_out_grad",
     "sample_policy",
 ]
 
 
-def check_manual_gradients(learner: LearnerBase, sac_class: type) -> None:
+SAC_METHODS = ("compute_critic_loss", "compute_actor_loss", "gradient_stages")
+"""The methods of `cvl_algos.sac.SACLearner` whose losses and stages `ManualSACUpdate` makes."""
+
+
+def check_manual_gradients(
+    learner: LearnerBase, sac_class: type, methods: tuple[str, ...] = SAC_METHODS
+) -> None:
     """Raise ``ValueError`` (one line: the field and what it needs) when ``learner`` cannot run
     `ManualSACUpdate`: observations other than 1-D states, or a subclass of ``sac_class`` (the
-    class whose losses the update reproduces, `cvl_algos.sac.SACLearner`, passed in so that
-    this module does not import it) that changes its losses or stages (CQL's config refuses the
-    field before). The torso and ``compile`` are checked by `SACConfig` itself."""
+    class whose losses the update reproduces, `cvl_algos.sac.SACLearner` or
+    `cvl_algos.cql.CQLLearner`, passed in so that this module does not import it) that overrides
+    one of ``methods`` (its losses, stages or update) or defines one that ``sac_class`` has not.
+    The torso and ``compile`` are checked by the config itself."""
     if len(learner.obs_shape) != 1:
         raise ValueError(
             f"manual_gradients needs state observations (a 1-D obs_shape), got {learner.obs_shape}"
         )
     cls = type(learner)
-    for method in ("compute_critic_loss", "compute_actor_loss", "gradient_stages"):
-        if getattr(cls, method) is not getattr(sac_class, method):
+    for method in methods:
+        if getattr(cls, method, None) is not getattr(sac_class, method, None):
             raise ValueError(
-                f"manual_gradients needs SAC's own losses, got {cls.__name__}, which overrides "
-                f"{method}"
+                f"manual_gradients needs {sac_class.__name__.removesuffix('Learner')}'s own "
+                f"losses, got {cls.__name__}, which overrides {method}"
             )
 
 
@@ -150,14 +159,28 @@ class PolicySample(NamedTuple):
     """``tanh(u)`` (B, A)."""
     unclamped: torch.Tensor
     """``[clamp did not bite]`` (B, A), bool."""
+    mean: torch.Tensor
+    """The Gaussian's mean (B, A)."""
+    log_std: torch.Tensor
+    """Its bounded log standard deviation (B, A)."""
+
+
+def policy_dist(
+    out: torch.Tensor, log_std_min: float, log_std_max: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(mean, log_std, tanh(raw))`` (each (B, A)) from the policy MLP's (B, 2A) output, as
+    `cvl_models.policy.TanhGaussianPolicy.forward` computes them (the same values, bit for
+    bit): ``log_std = lo + (hi - lo)/2 (tanh(raw) + 1)``."""
+    mean, raw = rearrange(out, "b (two a) -> two b a", two=2)
+    tanh_raw = torch.tanh(raw)
+    log_std = (tanh_raw + 1.0).mul_(0.5 * (log_std_max - log_std_min)).add_(log_std_min)
+    return mean, log_std, tanh_raw
 
 
 def sample_policy(out: torch.Tensor, log_std_min: float, log_std_max: float) -> PolicySample:
     """The tanh-Gaussian sample (paper eq. 13-14; module docstring) from the policy MLP's
     (B, 2A) output, ``eps`` drawn by `standard_normal` as `sample_tanh_gaussian` draws it."""
-    mean, raw = rearrange(out, "b (two a) -> two b a", two=2)
-    tanh_raw = torch.tanh(raw)
-    log_std = (tanh_raw + 1.0).mul_(0.5 * (log_std_max - log_std_min)).add_(log_std_min)
+    mean, log_std, tanh_raw = policy_dist(out, log_std_min, log_std_max)
     eps = standard_normal(mean.shape, dtype=mean.dtype, device=mean.device)
     std_eps = torch.exp(log_std).mul_(eps)
     u = mean + std_eps
@@ -167,20 +190,31 @@ def sample_policy(out: torch.Tensor, log_std_min: float, log_std_max: float) -> 
     log_det = torch.nn.functional.softplus(u * -2.0).add_(u).sub_(LOG_2).mul_(2.0)
     log_prob = log_det.sub_(log_std).sub_(eps.square().mul_(0.5)).sum(-1)
     log_prob -= HALF_LOG_2PI * mean.shape[1]
-    return PolicySample(action, log_prob, tanh_raw, std_eps, tanh_u, action == tanh_u)
+    return PolicySample(
+        action, log_prob, tanh_raw, std_eps, tanh_u, action == tanh_u, mean, log_std
+    )
 
 
 def policy_out_grad(
-    sample: PolicySample, grad_action: torch.Tensor, k: torch.Tensor, span: float
+    sample: PolicySample,
+    grad_action: torch.Tensor,
+    k: torch.Tensor,
+    span: float,
+    extra: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """``G = [dL/d mean, dL/d raw]`` (B, 2A) of ``L = mean [alpha log pi - Q]`` for ``g_a =
     grad_action`` and ``k = alpha / B`` (module docstring, actor step); ``span = hi - lo``.
-    Consumes ``grad_action``."""
+    ``extra``: further gradients ``(dL/d mean, dL/d log_std)`` of the same Gaussian from
+    another term of the loss, added before the log-std squash (CQL's warm start,
+    `cvl_algos.cql_manual`). Consumes ``grad_action``."""
     # dL/du = g_a (1 - tanh(u)^2) [unclamped] + k 2 tanh(u)
     grad_u = grad_action.mul_(1.0 - sample.tanh_u.square()).mul_(sample.unclamped)
     grad_u.addcmul_(sample.tanh_u, 2.0 * k)
     # dL/d log_std = dL/du std eps - k; dL/d raw = dL/d log_std (hi - lo)/2 (1 - tanh(raw)^2)
     grad_raw = (grad_u * sample.std_eps).sub_(k)
+    if extra is not None:
+        grad_u.add_(extra[0])
+        grad_raw.add_(extra[1])
     grad_raw.mul_((1.0 - sample.tanh_raw.square()).mul_(0.5 * span))
     return torch.cat([grad_u, grad_raw], dim=1)
 
@@ -202,8 +236,10 @@ class ManualSACUpdate:
     one stage's gradients into ``param.grad`` without stepping; `update` is the learner's whole
     update."""
 
-    def __init__(self, learner: LearnerBase, sac_class: type) -> None:
-        check_manual_gradients(learner, sac_class)
+    def __init__(
+        self, learner: LearnerBase, sac_class: type, methods: tuple[str, ...] = SAC_METHODS
+    ) -> None:
+        check_manual_gradients(learner, sac_class, methods)
         self.learner = learner
         critic, target = learner.critic, learner.critic_target
         nets = (learner.policy, critic.q1, critic.q2)
@@ -235,16 +271,10 @@ class ManualSACUpdate:
     def critic_grads(self, batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
         """The critic step's gradients (SAC eq. 5, ``dL_Q/dQ_i = 2 (Q_i - y) / B``) into the
         critic's ``param.grad``; returns `cvl_algos.sac.td_loss`'s metrics."""
-        cfg = self.learner.config
         assert_transition_batch(batch)
         forward = self.torso.forward
         sample = self._sample(forward(self.policy, batch.obs_next, None))
-        x_next = torch.cat([batch.obs_next, sample.action], dim=1)
-        q1_next, q2_next = (rearrange(forward(t, x_next, None), "b 1 -> b") for t in self.targets)
-        value_next = torch.minimum(q1_next, q2_next)
-        if cfg.backup_entropy:
-            value_next = value_next - alpha * sample.log_prob
-        target = batch.reward + cfg.discount * (1.0 - batch.terminated) * value_next
+        target = self.td_target(batch, sample.action, sample.log_prob, alpha)
         x = torch.cat([batch.obs, batch.action.to(batch.obs.dtype)], dim=1)
         qs, losses = [], []
         for layers, params in zip(self.critics, self.critic_params, strict=True):
@@ -260,6 +290,26 @@ class ManualSACUpdate:
             "q_data": (0.5 * (qs[0] + qs[1])).mean(),
             "q_target": target.mean(),
         }
+
+    @torch.no_grad()
+    def td_target(
+        self,
+        batch,
+        action_next: torch.Tensor,
+        log_prob_next: torch.Tensor,
+        alpha: torch.Tensor,
+    ) -> torch.Tensor:
+        """SAC eq. 5's target ``y = r + gamma (1 - terminated) [min_i Qbar_i(s', a') - alpha
+        log pi(a'|s')]`` (B,) from the target critics (the log-probability term with
+        ``backup_entropy``), as `cvl_algos.sac.td_target`."""
+        cfg = self.learner.config
+        x_next = torch.cat([batch.obs_next, action_next], dim=1)
+        forward = self.torso.forward
+        q1_next, q2_next = (rearrange(forward(t, x_next, None), "b 1 -> b") for t in self.targets)
+        value_next = torch.minimum(q1_next, q2_next)
+        if cfg.backup_entropy:
+            value_next = value_next - alpha * log_prob_next
+        return batch.reward + cfg.discount * (1.0 - batch.terminated) * value_next
 
     @torch.no_grad()
     def actor_grads(self, batch, alpha: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -302,6 +352,11 @@ class ManualSACUpdate:
         params = self.learner.module_tensors(module)[0]
         return clip_and_step(optimizer, params, self.learner.config.max_grad_norm)
 
+    def final_steps(self, batch, metrics: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Steps after the target average, before the policy EMA's, given the update's
+        ``metrics`` so far; returns their metrics. SAC has none (CQL's Lagrange step)."""
+        return {}
+
     def update(self, batch) -> dict[str, torch.Tensor]:
         """One update, as `SACLearner.update_stages` make it: critic, actor and temperature
         steps, the ``alpha`` metric, the target polyak average, the policy EMA's."""
@@ -319,6 +374,7 @@ class ManualSACUpdate:
         target = learner.module_tensors(learner.critic_target)
         source = learner.module_tensors(learner.critic)
         polyak_tensors(target[0], source[0], target[1], source[1], learner.config.tau)
+        metrics.update(self.final_steps(batch, metrics))
         if learner.policy_ema is not None:
             learner.run_stages(learner.policy_ema_stages(), batch)
         return metrics

@@ -8,7 +8,8 @@ caller's ``torch.no_grad()``; ``layers`` is what the torso's ``*_layers`` return
 network (its parameters and weight views, made once: the optimisers, the polyak averages and
 checkpoint loading update parameters in place, so the views stay current); ``saved`` is the
 list a ``*_forward`` call filled, ``grads`` the network's ``.grad`` buffers in the module's
-parameter order (the order of ``*_params``).
+parameter order (the order of ``*_params``). CQL's critic passes over 3N + 1 actions per state
+(`cvl_algos.cql_manual_torso`) build on the ``*_above_first`` parts and `layer_norm_backward`.
 """
 
 from __future__ import annotations
@@ -32,20 +33,24 @@ __all__ = [
     "dense_input_grad",
     "dense_layers",
     "dense_params",
+    "bias_grad",
     "layer_norm_backward",
     "mlp_backward",
+    "mlp_backward_above_first",
     "mlp_forward",
+    "mlp_forward_above_first",
     "mlp_input_cols",
     "mlp_input_grad",
     "mlp_layers",
     "mlp_params",
+    "threshold_backward",
     "torso_functions",
 ]
 
 Layer = tuple[nn.Parameter, nn.Parameter, torch.Tensor]
 """A linear layer as ``(weight, bias, weight.t())``; the transposed view is made once."""
 
-_threshold_backward = torch.ops.aten.threshold_backward
+threshold_backward = torch.ops.aten.threshold_backward
 _native_layer_norm_backward = torch.ops.aten.native_layer_norm_backward
 
 
@@ -79,14 +84,22 @@ def mlp_forward(layers: list[Layer], x: torch.Tensor, saved: list | None) -> tor
     """``PlainMLP.forward`` of a (B, in) input, ``a_k = h_{k-1} W_k^T + b_k``, ``h_k =
     relu(a_k)``; appends each layer's input ``h_{k-1}`` to ``saved`` (when given)."""
     h = x.to(layers[0][0].dtype)
-    for _, bias, weight_t in layers[:-1]:
-        if saved is not None:
-            saved.append(h)
-        h = torch.addmm(bias, h, weight_t).relu_()
-    _, bias, weight_t = layers[-1]
     if saved is not None:
         saved.append(h)
-    return torch.addmm(bias, h, weight_t)
+    _, bias, weight_t = layers[0]
+    return mlp_forward_above_first(layers, torch.addmm(bias, h, weight_t), saved)
+
+
+def mlp_forward_above_first(
+    layers: list[Layer], pre: torch.Tensor, saved: list | None
+) -> torch.Tensor:
+    """The layers ``k >= 2`` of `mlp_forward` from the first layer's output ``a_1``."""
+    for _, bias, weight_t in layers[1:]:
+        h = pre.relu_()
+        if saved is not None:
+            saved.append(h)
+        pre = torch.addmm(bias, h, weight_t)
+    return pre
 
 
 def mlp_backward(
@@ -95,13 +108,37 @@ def mlp_backward(
     """Parameter gradients of a `mlp_forward` pass for ``grad = dLoss/d out``: ``dW_k = G^T
     h_{k-1}``, ``db_k = sum_b G``, ``G <- (G W_k) [h_{k-1} > 0]``, written into ``grads``
     (``[dW_1, db_1, ..., dW_{L+1}, db_{L+1}]``, the module's parameter order)."""
-    for k in range(len(layers) - 1, -1, -1):
-        weight = layers[k][0]
+    grad = mlp_backward_above_first(layers, saved, grad, grads)
+    torch.mm(grad.t(), saved[0], out=grads[0])
+    torch.sum(grad, 0, out=grads[1])
+
+
+def mlp_backward_above_first(
+    layers: list[Layer],
+    saved: list,
+    grad: torch.Tensor,
+    grads: list[torch.Tensor],
+    accumulate: bool = False,
+) -> torch.Tensor:
+    """The layers ``k >= 2`` of `mlp_backward` (gradients written, or added with
+    ``accumulate``); returns ``G`` at the first layer's output."""
+    for k in range(len(layers) - 1, 0, -1):
         h_in = saved[k]
-        torch.mm(grad.t(), h_in, out=grads[2 * k])
-        torch.sum(grad, 0, out=grads[2 * k + 1])
-        if k:
-            grad = _threshold_backward(torch.mm(grad, weight), h_in, 0)
+        if accumulate:
+            grads[2 * k].addmm_(grad.t(), h_in)
+        else:
+            torch.mm(grad.t(), h_in, out=grads[2 * k])
+        bias_grad(grads[2 * k + 1], grad, accumulate)
+        grad = threshold_backward(torch.mm(grad, layers[k][0]), h_in, 0)
+    return grad
+
+
+def bias_grad(out: torch.Tensor, grad: torch.Tensor, accumulate: bool) -> None:
+    """``db = sum_b G`` into ``out``, or added to it."""
+    if accumulate:
+        out.add_(grad.sum(0))
+    else:
+        torch.sum(grad, 0, out=out)
 
 
 def mlp_input_grad(
@@ -110,7 +147,7 @@ def mlp_input_grad(
     """``dLoss/d input[:, start:]`` of a `mlp_forward` pass, ``cols`` from `mlp_input_cols`
     (no parameter gradients)."""
     for k in range(len(layers) - 1, 0, -1):
-        grad = _threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
+        grad = threshold_backward(torch.mm(grad, layers[k][0]), saved[k], 0)
     return torch.mm(grad, cols)
 
 
@@ -188,12 +225,13 @@ def layer_norm_backward(
     norm: tuple[torch.Tensor, torch.Tensor, float],
     grad_gamma: torch.Tensor | None = None,
     grad_beta: torch.Tensor | None = None,
+    accumulate: bool = False,
 ) -> torch.Tensor:
     """``dLoss/da`` of ``y = gamma xhat + beta``, ``xhat = (a - mu)/sigma``, for ``grad =
     dLoss/dy``: ``(1/sigma) (gh - mean(gh) - xhat mean(gh xhat))``, ``gh = g gamma``, means over
     features; also ``dgamma = sum_b g xhat`` and ``dbeta = sum_b g`` into ``grad_gamma`` and
-    ``grad_beta`` (when given). Computed by torch's fused kernel
-    (``aten.native_layer_norm_backward``, the one autograd calls) from the forward pass's
+    ``grad_beta`` (when given; added to them with ``accumulate``). Computed by torch's fused
+    kernel (``aten.native_layer_norm_backward``, the one autograd calls) from the forward pass's
     ``mu`` and ``1/sigma``: one op in place of about ten. ``saved`` is `dense_forward`'s entry
     for the layer, ``norm`` its ``(gamma, beta, eps)``."""
     _, a, mean, rstd, _ = saved
@@ -202,7 +240,10 @@ def layer_norm_backward(
     grad_a, dgamma, dbeta = _native_layer_norm_backward(
         grad, a, (a.shape[1],), mean, rstd, gamma, beta, [True, params, params]
     )
-    if params:
+    if params and accumulate:
+        grad_gamma.add_(dgamma)
+        grad_beta.add_(dbeta)
+    elif params:
         grad_gamma.copy_(dgamma)
         grad_beta.copy_(dbeta)
     return grad_a
@@ -220,7 +261,7 @@ def dense_backward(
     torch.sum(grad, 0, out=grads[4 * depth + 1])
     for k in range(depth - 1, -1, -1):
         entry = saved[k]
-        grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
+        grad = threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
         grad_gamma, grad_beta = grads[2 * depth + 2 * k], grads[2 * depth + 2 * k + 1]
         grad = layer_norm_backward(grad, entry, layers.norms[k], grad_gamma, grad_beta)
         torch.mm(grad.t(), entry[0], out=grads[2 * k])
@@ -237,7 +278,7 @@ def dense_input_grad(
     grad_x = torch.mm(grad, cols[depth])
     for k in range(depth - 1, -1, -1):
         entry = saved[k]
-        grad = _threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
+        grad = threshold_backward(torch.mm(grad, layers.z_cols[k]), entry[4], 0)
         grad = layer_norm_backward(grad, entry, layers.norms[k])
         grad_x.addmm_(grad, cols[k])
     return grad_x

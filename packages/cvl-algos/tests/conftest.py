@@ -65,6 +65,21 @@ def metrics_by_seed(name: str, batch, seeds, updates: int, global_seed: int = 0)
     return runs
 
 
+def randomise_layer_norms(learners, seed: int) -> None:
+    """Give every DenseNet LayerNorm of ``learners`` (built alike) the same random affine
+    parameters, gamma in [0.5, 1.5] and beta in [-0.5, 0.5], instead of their initial 1 and 0,
+    so that gradient tests see them."""
+    generator = torch.Generator().manual_seed(seed)
+    for modules in zip(*(learner.state_modules().values() for learner in learners), strict=True):
+        for name, param in modules[0].named_parameters():
+            if ".norms." in name:
+                value = torch.empty(param.shape).uniform_(0.5, 1.5, generator=generator)
+                value -= 1.0 if name.endswith("bias") else 0.0
+                with torch.no_grad():
+                    for module in modules:
+                        module.get_parameter(name).copy_(value)
+
+
 def make_transition_batch(
     seed: int = 0,
     batch_size: int = 32,

@@ -13,12 +13,12 @@ from conftest import (
     TINY,  # pants: no-infer-dep
     assert_learners_equal,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    randomise_layer_norms,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cvl_algos import load_learner, make_learner
-from cvl_algos.cql import CQLConfig
 from cvl_algos.sac import SACConfig, SACLearner, alpha_loss
 from cvl_algos.vectorised import VectorisedLearner
 
@@ -41,15 +41,7 @@ def _twins(
         SACLearner((OBS_DIM,), action_dim, config, device, seed),
         SACLearner((OBS_DIM,), action_dim, manual, device, seed),
     )
-    generator = torch.Generator().manual_seed(seed)
-    for modules in zip(*(learner.state_modules().values() for learner in learners), strict=True):
-        for name, param in modules[0].named_parameters():
-            if ".norms." in name:
-                value = torch.empty(param.shape).uniform_(0.5, 1.5, generator=generator)
-                value -= 1.0 if name.endswith("bias") else 0.0
-                with torch.no_grad():
-                    for module in modules:
-                        module.get_parameter(name).copy_(value)
+    randomise_layer_norms(learners, seed)
     return learners
 
 
@@ -184,7 +176,8 @@ def _message(build) -> str:
 
 @pytest.mark.parametrize("torso", TORSOS)
 def test_refusals(torso):
-    """Everything but the torso: both are accepted (the default, the DenseNet, included)."""
+    """Everything but the torso: both are accepted (the default, the DenseNet, included). CQL's
+    refusals are test_cql_manual.py's."""
     assert SACConfig(manual_gradients=True).torso == "densenet"
     manual = {"torso": torso, "manual_gradients": True}
     assert (
@@ -194,14 +187,6 @@ def test_refusals(torso):
     assert (
         _message(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **manual)))
         == "manual_gradients needs state observations (a 1-D obs_shape), got (8, 8, 3)"
-    )
-    assert (
-        _message(lambda: CQLConfig(**manual))
-        == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
-    )
-    assert (
-        _message(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **TINY, **manual))
-        == "manual_gradients needs SAC's own losses, got CQL's (autograd only)"
     )
     assert _message(
         lambda: _OtherCriticLossSAC((OBS_DIM,), ACTION_DIM, SACConfig(**TINY, **manual))
