@@ -24,7 +24,7 @@ architecture, instead of the paper's DenseNet with LayerNorm):
 - ``cql``: ours after its BC warm start (``policy_eval_start=0``), fixed ``cql_alpha=1``,
   10 + 10 + 10 sampled actions per state;
 - ``cql_manual``: ``cql`` with ``manual_gradients=True`` (hand-written gradients,
-  `cvl_algos.cql_manual`; needs ``--torso mlp``);
+  `cvl_algos.cql_manual`; either torso);
 - ``d3rlpy_cql``: ``conservative_weight=1``, ``alpha_learning_rate=0`` (fixed weight, as ours),
   ``n_action_samples=10``, all learning rates 3e-4, deterministic backup (both defaults);
 - ``cvl`` / ``cvl_mc``: ours only, batches of 512 uniform anchors (``sampler_mode="uniform"``).
