@@ -212,9 +212,19 @@ def check_save_load_act_resume(
     for batch in batches[updates // 2 :]:
         resumed.update(batch)
     assert_learners_equal(straight, resumed)
+    assert resumed.step == straight.step == updates
     assert np.abs(resumed.act(obs)).max() <= 1.0
     assert resumed.act(obs).shape == (5, ACTION_DIM)
     return straight
+
+
+def one_line_error(build: Callable) -> str:
+    """The message of the ``ValueError`` that ``build()`` raises, asserted to be one line."""
+    with pytest.raises(ValueError) as error:
+        build()
+    message = str(error.value)
+    assert "\n" not in message
+    return message
 
 
 def check_vectorised_equals_alone(

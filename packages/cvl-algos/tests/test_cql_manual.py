@@ -5,15 +5,15 @@ updates, checkpoints and resumption, and the refusals."""
 
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     TINY,  # pants: no-infer-dep
-    assert_learners_equal,  # pants: no-infer-dep
+    check_save_load_act_resume,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    one_line_error,  # pants: no-infer-dep
     randomise_layer_norms,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
@@ -190,7 +190,6 @@ def test_updates_equal_autograd(overrides, state_chunk, torso, device):
 @pytest.mark.parametrize(("torso", "lagrange"), [("mlp", False), ("mlp", True), ("densenet", True)])
 def test_save_load_act_and_resume_bit_equal(torso, lagrange, tmp_path):
     """Stopped and resumed across the warm start's switch, bit for bit."""
-    batches = [make_transition_batch(i) for i in range(6)]
     overrides = {
         **TINY,
         "torso": torso,
@@ -198,26 +197,13 @@ def test_save_load_act_and_resume_bit_equal(torso, lagrange, tmp_path):
         "policy_eval_start": 2,
         "cql_lagrange": lagrange,
     }
-    straight = make_learner("cql", (OBS_DIM,), ACTION_DIM, seed=1, **overrides)
-    for b in batches:
-        straight.update(b)
-    first = make_learner("cql", (OBS_DIM,), ACTION_DIM, seed=1, **overrides)
-    for b in batches[:3]:
-        first.update(b)
-    first.save(tmp_path / "ck")
-    loaded = load_learner(tmp_path / "ck")
-    assert loaded.config.manual_gradients and loaded.manual_update is not None
-    assert_learners_equal(first, loaded)
-    obs = batches[0].obs.numpy()
-    np.testing.assert_array_equal(loaded.act(obs), first.act(obs))
-    np.testing.assert_array_equal(
-        loaded.act(obs, deterministic=False), first.act(obs, deterministic=False)
+    check_save_load_act_resume(
+        lambda: make_learner("cql", (OBS_DIM,), ACTION_DIM, seed=1, **overrides),
+        tmp_path,
+        batch_fn=make_transition_batch,
     )
-    resumed = load_learner(tmp_path / "ck")
-    for b in batches[3:]:
-        resumed.update(b)
-    assert_learners_equal(straight, resumed)
-    assert resumed.step == 6
+    loaded = load_learner(tmp_path / "ckpt")
+    assert loaded.config.manual_gradients and loaded.manual_update is not None
 
 
 class _OtherWarmStartCQL(CQLLearner):
@@ -228,14 +214,6 @@ class _OtherWarmStartCQL(CQLLearner):
         return 2.0 * loss, metrics
 
 
-def _message(build) -> str:
-    with pytest.raises(ValueError) as error:
-        build()
-    message = str(error.value)
-    assert "\n" not in message
-    return message
-
-
 @pytest.mark.parametrize("torso", TORSOS)
 def test_refusals(torso):
     """Everything but the torso: both are accepted (the default, the DenseNet, included)."""
@@ -244,18 +222,20 @@ def test_refusals(torso):
     net = CQLLearner((OBS_DIM,), ACTION_DIM, CQLConfig(**plain)).critic.q1.mlp
     assert isinstance(net, PlainMLP if torso == "mlp" else DenseMLP)
     assert (
-        _message(lambda: CQLConfig(**plain, compile=True))
+        one_line_error(lambda: CQLConfig(**plain, compile=True))
         == "manual_gradients needs compile=False, got compile=True"
     )
     assert (
-        _message(lambda: CQLLearner((8, 8, 3), ACTION_DIM, CQLConfig(**plain)))
+        one_line_error(lambda: CQLLearner((8, 8, 3), ACTION_DIM, CQLConfig(**plain)))
         == "manual_gradients needs state observations (a 1-D obs_shape), got (8, 8, 3)"
     )
-    assert _message(lambda: _OtherWarmStartCQL((OBS_DIM,), ACTION_DIM, CQLConfig(**plain))) == (
+    assert one_line_error(
+        lambda: _OtherWarmStartCQL((OBS_DIM,), ACTION_DIM, CQLConfig(**plain))
+    ) == (
         "manual_gradients needs CQL's own losses, got _OtherWarmStartCQL, which overrides "
         "compute_warmstart_actor_loss"
     )
-    assert _message(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **plain)) == (
+    assert one_line_error(lambda: make_learner("cql_uds", (OBS_DIM,), ACTION_DIM, **plain)) == (
         "manual_gradients needs CQL's own losses, got CQLUDSLearner, which overrides "
         "_pretrain_step"
     )

@@ -4,15 +4,15 @@ parameters, the same update, checkpoints, and the refusals."""
 
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     TINY,  # pants: no-infer-dep
-    assert_learners_equal,  # pants: no-infer-dep
+    check_save_load_act_resume,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
+    one_line_error,  # pants: no-infer-dep
     randomise_layer_norms,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
@@ -134,28 +134,14 @@ def test_one_update_equals_autograd(torso, overrides, device):
 
 @pytest.mark.parametrize("torso", TORSOS)
 def test_save_load_act_and_resume_bit_equal(torso, tmp_path):
-    batches = [make_transition_batch(i) for i in range(6)]
     overrides = {**TINY, "torso": torso, "manual_gradients": True}
-    straight = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **overrides)
-    for b in batches:
-        straight.update(b)
-    first = make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **overrides)
-    for b in batches[:3]:
-        first.update(b)
-    first.save(tmp_path / "ck")
-    loaded = load_learner(tmp_path / "ck")
-    assert loaded.config.manual_gradients and loaded.manual_update is not None
-    assert_learners_equal(first, loaded)
-    obs = batches[0].obs.numpy()
-    np.testing.assert_array_equal(loaded.act(obs), first.act(obs))
-    np.testing.assert_array_equal(
-        loaded.act(obs, deterministic=False), first.act(obs, deterministic=False)
+    check_save_load_act_resume(
+        lambda: make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=1, **overrides),
+        tmp_path,
+        batch_fn=make_transition_batch,
     )
-    resumed = load_learner(tmp_path / "ck")
-    for b in batches[3:]:
-        resumed.update(b)
-    assert_learners_equal(straight, resumed)
-    assert resumed.step == 6
+    loaded = load_learner(tmp_path / "ckpt")
+    assert loaded.config.manual_gradients and loaded.manual_update is not None
 
 
 class _OtherCriticLossSAC(SACLearner):
@@ -166,14 +152,6 @@ class _OtherCriticLossSAC(SACLearner):
         return 2.0 * loss, metrics
 
 
-def _message(build) -> str:
-    with pytest.raises(ValueError) as error:
-        build()
-    message = str(error.value)
-    assert "\n" not in message
-    return message
-
-
 @pytest.mark.parametrize("torso", TORSOS)
 def test_refusals(torso):
     """Everything but the torso: both are accepted (the default, the DenseNet, included). CQL's
@@ -181,21 +159,21 @@ def test_refusals(torso):
     assert SACConfig(manual_gradients=True).torso == "densenet"
     manual = {"torso": torso, "manual_gradients": True}
     assert (
-        _message(lambda: SACConfig(**manual, compile=True))
+        one_line_error(lambda: SACConfig(**manual, compile=True))
         == "manual_gradients needs compile=False, got compile=True"
     )
     assert (
-        _message(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **manual)))
+        one_line_error(lambda: SACLearner((8, 8, 3), ACTION_DIM, SACConfig(**TINY, **manual)))
         == "manual_gradients needs state observations (a 1-D obs_shape), got (8, 8, 3)"
     )
-    assert _message(
+    assert one_line_error(
         lambda: _OtherCriticLossSAC((OBS_DIM,), ACTION_DIM, SACConfig(**TINY, **manual))
     ) == (
         "manual_gradients needs SAC's own losses, got _OtherCriticLossSAC, which overrides "
         "compute_critic_loss"
     )
     seeds = [make_learner("sac", (OBS_DIM,), ACTION_DIM, seed=s, **TINY, **manual) for s in (0, 1)]
-    assert _message(lambda: VectorisedLearner(seeds)) == (
+    assert one_line_error(lambda: VectorisedLearner(seeds)) == (
         "VectorisedLearner: config.manual_gradients is not supported with vectorised seeds "
         "(vmap needs autograd's stages); set manual_gradients=False"
     )
