@@ -49,6 +49,8 @@ VARIANTS = [
         "cvl_mc",
         {"policy_extraction": "ddpgbc", "bc_q_weight_beta": 1.0, "bc_q_weight_baseline": "mode"},
     ),
+    ("cvl", {"policy_extraction": "ddpgbc", "bc_q_cap": True}),
+    ("cvl_mc", {"policy_extraction": "ddpgbc", "bc_q_cap": True, "bc_q_weight_beta": 1.0}),
 ]
 TOP = {"policy_extraction": "ddpgbc", "bc_top_fraction": 0.2, "sampler_mode": "uniform"}
 """DDPG+BC cloning the top episodes only; its batches carry the sampler's flags."""
@@ -189,6 +191,44 @@ def test_ddpg_bc_q_weighted_matches_naive_reference(baseline: str) -> None:
     assert weights.max() > 1.2  # the data pairs are weighed unequally
 
 
+@SETTINGS
+@given(seed=st.integers(0, 2**16), beta=st.sampled_from([0.0, 1.0]))
+def test_ddpg_bc_q_cap_matches_naive_reference(seed: int, beta: float) -> None:
+    """With ``q_cap`` the Q term is -mean_b min(Q(s_b, mode_b), Q(s_b, a_b)) / mean_b |Q(s_b,
+    mode_b)|, one anchor at a time; the behaviour term is the uncapped loss's."""
+    _, policy, _ = make_nets(seed % 5)
+    batch = make_batch(6, seed=seed)
+    alpha = 0.3
+    kwargs = {"alpha": alpha, "q_weight_beta": beta}
+    loss, metrics = ddpg_bc_policy_loss(policy, linear_q, batch, q_cap=True, **kwargs)
+    q, q_data, _ = naive_ddpg_parts(policy, batch)
+    capped = torch.stack([min(q[b], q_data[b]) for b in range(6)])
+    uncapped = ddpg_bc_policy_loss(policy, linear_q, batch, **kwargs)[1]
+    expected = -capped.mean() / q.abs().mean() + alpha * uncapped["policy_bc"]
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(metrics["policy_bc"], uncapped["policy_bc"])
+    torch.testing.assert_close(metrics["policy_mode_above_data"], (q > q_data).float().mean())
+
+
+def test_ddpg_bc_q_cap_stops_the_climb_above_the_data() -> None:
+    """Where the mode's Q is above the data action's at every anchor, the capped Q term gives the
+    policy no gradient (alpha 0): the loss is constant in the policy; below it, it climbs."""
+    _, policy, _ = make_nets(3)
+    batch = make_batch(6, seed=5)
+    for offset, moves in ((-100.0, False), (100.0, True)):
+        shifted = dataclasses.replace(batch, action_t=torch.full_like(batch.action_t, 0.0))
+
+        def q_fn(obs: torch.Tensor, actions: torch.Tensor, offset=offset) -> torch.Tensor:
+            is_data = (actions == 0.0).all(dim=-1)  # the data's (zero) actions get the offset
+            return linear_q(obs, actions) + offset * is_data
+
+        policy.zero_grad()
+        loss, _ = ddpg_bc_policy_loss(policy, q_fn, shifted, alpha=0.0, q_cap=True)
+        loss.backward()
+        grads = [p.grad for p in policy.parameters() if p.grad is not None]
+        assert any(g.abs().sum() > 0 for g in grads) == moves, offset
+
+
 def test_ddpg_bc_mode_baseline_ignores_the_states_value() -> None:
     """Adding any function of the state alone to Q leaves the "mode" baseline's weights, hence
     its behaviour term, unchanged; the unbaselined weights change (they favour the state)."""
@@ -248,10 +288,13 @@ def test_ddpg_bc_top_episodes_weigh_the_flagged_anchors(
     assert not torch.allclose(metrics["policy_bc"], everyone["policy_bc"])
 
 
-@pytest.mark.parametrize("q_weight_beta, baseline", [(0.0, "none"), (2.0, "none"), (2.0, "mode")])
+@pytest.mark.parametrize(
+    "q_weight_beta, baseline, q_cap",
+    [(0.0, "none", False), (2.0, "none", False), (2.0, "mode", False), (0.0, "none", True)],
+)
 @pytest.mark.parametrize("estimator", ["rff", "mc"])
 def test_ddpg_bc_gradient_isolation_and_no_mutation(
-    estimator: str, q_weight_beta: float, baseline: str
+    estimator: str, q_weight_beta: float, baseline: str, q_cap: bool
 ) -> None:
     critic, policy, rff = make_nets()
     batch = make_batch(6)
@@ -262,6 +305,7 @@ def test_ddpg_bc_gradient_isolation_and_no_mutation(
         batch,
         q_weight_beta=q_weight_beta,
         q_weight_baseline=baseline,
+        q_cap=q_cap,
     )
     loss.backward()
     assert all(p.grad is None for p in critic.parameters())
@@ -418,6 +462,10 @@ def test_config_refuses_what_does_not_fit() -> None:
         make_learner(
             "cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="ddpgbc", bc_q_weight_baseline="v"
         )
+    with pytest.raises(
+        ValueError, match="bc_q_cap=True takes policy_extraction='ddpgbc', got 'kl'"
+    ):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, bc_q_cap=True)
     for fraction, extraction, mode in [
         (0.0, "ddpgbc", "uniform"),
         (1.5, "ddpgbc", "uniform"),

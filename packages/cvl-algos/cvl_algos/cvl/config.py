@@ -168,6 +168,11 @@ class CVLConfig:
     """"ddpgbc" with bc_q_weight_beta > 0: "none" standardises Q(s_b, a_b) itself; "mode"
     standardises the advantage over the policy's mode action, Q(s_b, a_b) - Q(s_b, mode(s_b)),
     so the weight favours a pair's action, not its state's value (not in the paper)."""
+    bc_q_cap: bool = False
+    """"ddpgbc": False maximises Q at the policy's mode (OGBench's DDPG+BC); True caps each pair's
+    Q term at the data action's Q(s_b, a_b), so the mode climbs the critic only up to what the
+    data did at that state, not where the critic extrapolates above it (not in the paper; see
+    `ddpg_bc_policy_loss`)."""
     bc_top_fraction: float = 1.0
     """"ddpgbc": the behaviour term's data. 1 clones every anchor (OGBench's DDPG+BC); a
     fraction f < 1 clones only the anchors of the ``ceil(f * E)`` episodes of highest return
@@ -333,6 +338,10 @@ class CVLConfig:
                 f"bc_q_weight_baseline must be 'none' or 'mode' ('mode' with bc_q_weight_beta > "
                 f"0), got {self.bc_q_weight_baseline!r} with bc_q_weight_beta "
                 f"{self.bc_q_weight_beta!r}"
+            )
+        if self.bc_q_cap and self.policy_extraction != "ddpgbc":
+            raise ValueError(
+                f"bc_q_cap=True takes policy_extraction='ddpgbc', got {self.policy_extraction!r}"
             )
         if self.bc_top_fraction != 1.0 and (
             self.policy_extraction != "ddpgbc"

@@ -68,6 +68,7 @@ def ddpg_bc_policy_loss(
     q_weight_beta: float = 0.0,
     q_weight_baseline: str = "none",
     other_weight: float = 0.0,
+    q_cap: bool = False,
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -90,7 +91,10 @@ def ddpg_bc_policy_loss(
     weight by ``m_b + other_weight (1 - m_b)``: with ``other_weight=0`` the term clones the top
     episodes only, ``-sum_b m_b w_b log pi(a_b|s_b) / sum_b m_b w_b``; with ``0 < other_weight
     < 1`` every pair still counts and the top episodes' count ``1 / other_weight`` times as much.
-    Only the policy gets gradients.
+    With ``q_cap`` the Q term of pair b is ``min(Q(s_b, mode(s_b)), Q(s_b, a_b))`` (the data
+    action's Q detached; the scale stays the uncapped mean ``|Q|``): the mode climbs Q only where
+    the critic ranks it below the data's own action at that state, never past what the data did
+    (not in the paper; DDPG's analogue of CRR's binary filter). Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -102,19 +106,21 @@ def ddpg_bc_policy_loss(
     q = q_fn(obs_t, mode)[0]
     assert q.shape == obs_t.shape[:1], q.shape
     q_term, scale = normalized_q_objective(q)
+    q_data = None
+    if q_weight_beta or q_cap:
+        with torch.no_grad():
+            q_data = q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
+    if q_cap:
+        q_term = -torch.minimum(q, q_data).mean() / scale
     if fixed_std is None:
         log_prob_data = action_log_prob(mean, log_std, action_t)
     else:
         squared = reduce((action_t - mode[0]).square(), "b a -> b", "sum")
         log_prob_data = -squared / (2.0 * fixed_std**2)
+    weights = None
     if q_weight_beta:
-        with torch.no_grad():
-            q_data = q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
-            if q_weight_baseline == "mode":
-                q_data = q_data - q.detach()
-            weights = q_weights(q_data, q_weight_beta)
-    else:
-        weights = None
+        advantage = q_data - q.detach() if q_weight_baseline == "mode" else q_data
+        weights = q_weights(advantage, q_weight_beta)
     flags = batch.behaviour_weight
     if flags is not None:
         kept = flags + other_weight * (1.0 - flags)
@@ -134,6 +140,8 @@ def ddpg_bc_policy_loss(
         "q_mean": q.detach().mean(),
         "q_abs_mean": scale,
     }
+    if q_data is not None:
+        metrics["policy_mode_above_data"] = (q.detach() > q_data).float().mean()
     return loss, metrics
 
 

@@ -60,6 +60,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
             "q_weight_beta": cfg.bc_q_weight_beta,
             "q_weight_baseline": cfg.bc_q_weight_baseline,
             "other_weight": cfg.bc_other_weight,
+            "q_cap": cfg.bc_q_cap,
         }
     if cfg.policy_extraction == "flow":
         return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
