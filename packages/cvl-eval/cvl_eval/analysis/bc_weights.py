@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from einops import rearrange
 
-from cvl_eval.analysis.critic_diagnostics import QFunction, _step_index
+from cvl_data.source import step_episode_index
+from cvl_eval.analysis.critic_diagnostics import QFunction
 
 __all__ = ["behaviour_phases", "behaviour_weights", "weights_by_phase"]
 
@@ -97,7 +98,7 @@ def behaviour_weights(
         raise ValueError(f"baseline must be 'none' or 'mode', got {baseline!r}")
     if not beta > 0:
         raise ValueError(f"beta must be > 0, got {beta!r}")
-    episode, _ = _step_index(dataset.episode_offsets)
+    episode = step_episode_index(np.asarray(dataset.episode_offsets, np.int64))
     rng = np.random.default_rng(seed)
     index = rng.integers(0, len(episode), size=num_batches * batch_size)
     obs = np.asarray(dataset.observations[index + episode[index]])

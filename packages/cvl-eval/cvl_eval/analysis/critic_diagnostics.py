@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from cvl_data.source import step_episode_index
+
 __all__ = [
     "EARLY_STEPS",
     "QFunction",
@@ -87,7 +89,7 @@ def _step_index(episode_offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Episode (N,) and time inside it (N,) of every step; step i's observation row is
     ``i + episode[i]`` (one extra row, s_T, per episode)."""
     offsets = np.asarray(episode_offsets, dtype=np.int64)
-    episode = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    episode = step_episode_index(offsets)
     return episode, np.arange(offsets[-1]) - offsets[episode]
 
 
@@ -201,7 +203,7 @@ def spearman_with_return_to_go(
     """
     if dataset.rewards is None:
         raise ValueError(f"{dataset.path}: reward-free dataset, no return-to-go")
-    episode, _ = _step_index(dataset.episode_offsets)
+    episode = step_episode_index(np.asarray(dataset.episode_offsets, np.int64))
     rng = np.random.default_rng([seed, 1])
     steps = np.sort(rng.choice(dataset.num_steps, min(num_samples, dataset.num_steps), False))
     rtg = discounted_return_to_go(dataset.rewards, dataset.episode_offsets, gamma)[steps]
