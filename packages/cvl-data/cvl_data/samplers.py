@@ -14,6 +14,7 @@ from typing import Literal, get_args
 
 import numpy as np
 import torch
+from einops import rearrange
 
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.device_data import DeviceData
@@ -104,6 +105,9 @@ class ContrastiveSampler(_DeviceSampler):
             of the ``ceil(fraction * E)`` episodes of highest return (`top_episode_indices`,
             filtered BC's selection), 0 for the others; the anchors themselves are drawn as
             without it. Needs rewards.
+        action_chunk: ``h``: ``action_t`` holds the ``h`` actions ``a_t .. a_{t+h-1}`` of the
+            anchor's episode, concatenated in time order, ``(B, h * A)`` (`chunk_steps`; the
+            episode's last action repeats where fewer than ``h`` are left). 1: ``a_t`` alone.
     """
 
     def __init__(
@@ -116,11 +120,15 @@ class ContrastiveSampler(_DeviceSampler):
         seed: int = 0,
         start_groups: int = 8,
         behaviour_top_fraction: float | None = None,
+        action_chunk: int = 1,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.discount = check_discount(discount)
         self.mode = mode
+        if isinstance(action_chunk, bool) or int(action_chunk) != action_chunk or action_chunk < 1:
+            raise ValueError(f"action_chunk must be a positive int, got {action_chunk!r}")
+        self.action_chunk = int(action_chunk)
         super().__init__(dataset, batch_size, device, seed)
         self.start_groups = start_groups
         if mode == "shared_start":
@@ -187,7 +195,7 @@ class ContrastiveSampler(_DeviceSampler):
             reward_future = data.rewards.index_select(0, step_t + offset - 1)  # r_{t+k-1}
         return ContrastiveBatch(
             obs_t=_rows(data.observations, row_t),
-            action_t=data.actions.index_select(0, step_t),
+            action_t=self._actions_at(step_t),
             reward_t=reward_t,
             obs_next=_rows(data.observations, row_t + 1),
             done=data.terminated.index_select(0, step_t),
@@ -197,6 +205,23 @@ class ContrastiveSampler(_DeviceSampler):
             task_id=_gather(data.task_ids, step_t),
             behaviour_weight=_gather(self.behaviour_weight, step_t),
         )
+
+
+    def _actions_at(self, step_t: torch.Tensor) -> torch.Tensor:
+        """``a_t`` ``(B, A)``, or with ``action_chunk`` h > 1 the chunk ``(B, h * A)``."""
+        actions = self.data.actions
+        if self.action_chunk == 1:
+            return actions.index_select(0, step_t)
+        steps = chunk_steps(step_t, self.data.steps_left.index_select(0, step_t), self.action_chunk)
+        chunk = actions.index_select(0, steps.reshape(-1))
+        return rearrange(chunk, "(b h) a -> b (h a)", h=self.action_chunk)
+
+
+def chunk_steps(step_t: torch.Tensor, steps_left: torch.Tensor, h: int) -> torch.Tensor:
+    """``(B, h)`` global step indices ``t, t+1, .., t+h-1`` of each anchor's action chunk, held at
+    the episode's last step ``t + K - 1`` (``K`` = ``steps_left``, the actions from ``t`` on)."""
+    ahead = torch.arange(h, device=step_t.device)
+    return step_t[:, None] + torch.minimum(ahead[None, :], steps_left[:, None] - 1)
 
 
 def _top_episode_steps(dataset: EpisodeSource, fraction: float, device: torch.device):

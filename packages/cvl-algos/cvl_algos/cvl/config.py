@@ -198,6 +198,13 @@ class CVLConfig:
     samples with Q (eq. 12, or eq. 11 over the last labelled batch's future states, kept in
     the checkpoint) and acts with the best (`cvl_algos.cvl.acting`; not in the paper).
     Deterministic acting only; ``act(..., deterministic=False)`` still samples the policy."""
+    action_chunk: int = 1
+    """h: the critic and the policy take ``h`` consecutive actions ``a_t .. a_{t+h-1}`` of an
+    episode as one action of size ``h * A`` (`cvl_data.ContrastiveSampler`'s ``action_chunk``),
+    so Q(s, a_{t:t+h}) values a short plan and a source's behaviour is told apart by h of its
+    actions instead of one (action chunking as in Q-chunking, Li, Zhou & Levine 2025). Acting
+    executes the chunk's first action and plans again at the next step. 1: the paper's one
+    action (not in the paper)."""
     log_std_min: float = -5.0
     """Lower clamp of the policy's log standard deviation."""
     log_std_max: float = 2.0
@@ -240,6 +247,10 @@ class CVLConfig:
             raise ValueError(f"beta_xi must lie in [0, 1), got {self.beta_xi}")
         if not 0.0 < self.psi_target_tau <= 1.0:
             raise ValueError(f"psi_target_tau must lie in (0, 1], got {self.psi_target_tau}")
+        if isinstance(self.action_chunk, bool) or not (
+            isinstance(self.action_chunk, int) and self.action_chunk >= 1
+        ):
+            raise ValueError(f"action_chunk must be an int >= 1, got {self.action_chunk!r}")
         if self.num_action_samples < 1 or self.num_rff_features < 1 or self.batch_size < 2:
             raise ValueError("num_action_samples, num_rff_features >= 1 and batch_size >= 2")
         self._check_critic()

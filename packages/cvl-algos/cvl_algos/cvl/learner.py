@@ -137,10 +137,12 @@ class CVLLearner(PretrainingLearner):
     ) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
         cfg: CVLConfig = self.config
+        self.chunk_dim = self.action_dim * cfg.action_chunk
+        """Size of the actions the critic and the policy take: ``action_chunk`` env actions."""
         with self.rng_scope():
             self.critic = ContrastiveCritic(
                 self.obs_shape,
-                self.action_dim,
+                self.chunk_dim,
                 latent_dim=cfg.latent_dim,
                 hidden=cfg.hidden,
                 normalize=cfg.normalize,
@@ -177,9 +179,9 @@ class CVLLearner(PretrainingLearner):
         """The tanh-Gaussian of eq. 13-15, or a `FlowPolicy` for the flow extractions."""
         cfg: CVLConfig = self.config
         if cfg.policy_extraction in FLOW_EXTRACTIONS:
-            policy = FlowPolicy(self.obs_shape, self.action_dim, cfg.hidden, cfg.torso)
+            policy = FlowPolicy(self.obs_shape, self.chunk_dim, cfg.hidden, cfg.torso)
         else:
-            policy = policy_from_config(self.obs_shape, self.action_dim, cfg)
+            policy = policy_from_config(self.obs_shape, self.chunk_dim, cfg)
         return policy.to(self.device)
 
     # -- checkpoint contents ----------------------------------------------------------------------
@@ -217,6 +219,8 @@ class CVLLearner(PretrainingLearner):
             options["start_groups"] = cfg.start_groups
         if cfg.bc_top_fraction < 1.0:
             options["behaviour_top_fraction"] = cfg.bc_top_fraction
+        if cfg.action_chunk > 1:
+            options["action_chunk"] = cfg.action_chunk
         return options
 
     # -- pieces of an update ----------------------------------------------------------------------
@@ -343,7 +347,12 @@ class CVLLearner(PretrainingLearner):
         return self._extraction_loss(self.policy, q_fn, batch, **_extraction_kwargs(cfg))
 
     def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
-        """The policy's mode (``mu(s, 0)`` for "flow"); with ``act_candidates`` the best of the
+        """The first env action of `chunk_action`'s chunk (all of it when ``action_chunk`` is
+        1): acting plans ``action_chunk`` actions and executes one."""
+        return self.chunk_action(obs_t, deterministic)[:, : self.action_dim]
+
+    def chunk_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
+        """``(B, chunk_dim)``: the policy's mode (``mu(s, 0)`` for "flow"); with ``act_candidates`` the best of the
         mode and that many policy samples by Q, and for "flow_select" the best of
         ``flow_select_samples`` behaviour-flow samples by Q (`cvl_algos.cvl.acting`; the same
         candidates for the same observation on every call). Before the first labelled update
@@ -404,6 +413,11 @@ class CVLLearner(PretrainingLearner):
             self.obs_tensor(obs),
             torch.as_tensor(action, device=self.device).float(),
         )
+        if action.shape[-1] != self.chunk_dim:
+            raise ValueError(
+                f"q_values: actions must have {self.chunk_dim} entries (action_chunk "
+                f"{self.config.action_chunk} x {self.action_dim}), got shape {tuple(action.shape)}"
+            )
         phi_t = self.critic.phi(obs, action)
         if estimator == "rff":
             return q_rff(
