@@ -206,7 +206,6 @@ class ContrastiveSampler(_DeviceSampler):
             behaviour_weight=_gather(self.behaviour_weight, step_t),
         )
 
-
     def _actions_at(self, step_t: torch.Tensor) -> torch.Tensor:
         """``a_t`` ``(B, A)``, or with ``action_chunk`` h > 1 the chunk ``(B, h * A)``."""
         actions = self.data.actions

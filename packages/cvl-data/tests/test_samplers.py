@@ -343,3 +343,36 @@ def test_behaviour_weight_needs_rewards(write_encoded):
     dataset = write_encoded([3, 4], has_rewards=False)
     with pytest.raises(ValueError, match="behaviour_top_fraction ranks episodes by return"):
         ContrastiveSampler(dataset, 8, behaviour_top_fraction=0.5)
+
+
+@SETTINGS
+@given(
+    lengths=lengths_st,
+    chunk=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    mode=st.sampled_from(["uniform", "episode"]),
+)
+def test_action_chunks_match_a_per_anchor_reference(write_encoded, lengths, chunk, seed, mode):
+    """``action_chunk`` h: the anchor's actions a_t .. a_{t+h-1} in time order, the episode's last
+    action repeated past its end (a loop per anchor); every other field, and the anchors, as
+    without chunks."""
+    dataset = write_encoded(lengths, seed=seed % 7)
+    chunked = ContrastiveSampler(dataset, 16, mode=mode, seed=seed, action_chunk=chunk)
+    plain = ContrastiveSampler(dataset, 16, mode=mode, seed=seed)
+    offsets = dataset.episode_offsets
+    for _ in range(3):
+        batch, reference = chunked.sample(), plain.sample()
+        assert torch.equal(batch.obs_t, reference.obs_t)
+        assert torch.equal(batch.obs_future, reference.obs_future)
+        steps = anchor_steps(dataset, batch)
+        for i, t in enumerate(steps):
+            last = int(offsets[np.searchsorted(offsets, t, side="right")]) - 1
+            expected = np.concatenate([dataset.actions[min(t + j, last)] for j in range(chunk)])
+            np.testing.assert_array_equal(batch.action_t[i].numpy(), expected)
+
+
+def test_action_chunk_refusals(write_encoded):
+    dataset = write_encoded([3])
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="action_chunk must be a positive int"):
+            ContrastiveSampler(dataset, 4, action_chunk=bad)
