@@ -352,12 +352,12 @@ class CVLLearner(PretrainingLearner):
         return self.chunk_action(obs_t, deterministic)[:, : self.action_dim]
 
     def chunk_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
-        """``(B, chunk_dim)``: the policy's mode (``mu(s, 0)`` for "flow"); with ``act_candidates`` the best of the
-        mode and that many policy samples by Q, and for "flow_select" the best of
-        ``flow_select_samples`` behaviour-flow samples by Q (`cvl_algos.cvl.acting`; the same
-        candidates for the same observation on every call). Before the first labelled update
-        the direct estimator has no future states: then the mode (flow_select: the first
-        sample)."""
+        """``(B, chunk_dim)``: the policy's mode (``mu(s, 0)`` for "flow"); with
+        ``act_candidates`` the best of the mode and that many policy samples by Q, and for
+        "flow_select" the best of ``flow_select_samples`` behaviour-flow samples by Q
+        (`cvl_algos.cvl.acting`; the same candidates for the same observation on every call).
+        Before the first labelled update the direct estimator has no future states: then the
+        mode (flow_select: the first sample)."""
         cfg: CVLConfig = self.config
         selecting = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
         if not deterministic or not selecting:
