@@ -185,9 +185,8 @@ class ContrastiveSampler(_DeviceSampler):
         """The batch for given anchor steps ``(B,)`` (global step indices); offsets are drawn."""
         assert step_t.ndim == 1 and step_t.dtype == torch.int64, (step_t.shape, step_t.dtype)
         data = self.data
-        offset = sample_truncated_geometric(
-            data.steps_left.index_select(0, step_t), self.discount, self.generator
-        )
+        steps_left = data.steps_left.index_select(0, step_t)
+        offset = sample_truncated_geometric(steps_left, self.discount, self.generator)
         row_t = data.obs_row.index_select(0, step_t)
         reward_t = reward_future = None
         if data.rewards is not None:
@@ -195,7 +194,7 @@ class ContrastiveSampler(_DeviceSampler):
             reward_future = data.rewards.index_select(0, step_t + offset - 1)  # r_{t+k-1}
         return ContrastiveBatch(
             obs_t=_rows(data.observations, row_t),
-            action_t=self._actions_at(step_t),
+            action_t=self._actions_at(step_t, steps_left),
             reward_t=reward_t,
             obs_next=_rows(data.observations, row_t + 1),
             done=data.terminated.index_select(0, step_t),
@@ -206,12 +205,13 @@ class ContrastiveSampler(_DeviceSampler):
             behaviour_weight=_gather(self.behaviour_weight, step_t),
         )
 
-    def _actions_at(self, step_t: torch.Tensor) -> torch.Tensor:
-        """``a_t`` ``(B, A)``, or with ``action_chunk`` h > 1 the chunk ``(B, h * A)``."""
+    def _actions_at(self, step_t: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:
+        """``a_t`` ``(B, A)``, or with ``action_chunk`` h > 1 the chunk ``(B, h * A)``
+        (``steps_left``: the anchors' ``K``, gathered once by `batch_at`)."""
         actions = self.data.actions
         if self.action_chunk == 1:
             return actions.index_select(0, step_t)
-        steps = chunk_steps(step_t, self.data.steps_left.index_select(0, step_t), self.action_chunk)
+        steps = chunk_steps(step_t, steps_left, self.action_chunk)
         chunk = actions.index_select(0, steps.reshape(-1))
         return rearrange(chunk, "(b h) a -> b (h a)", h=self.action_chunk)
 
