@@ -116,8 +116,10 @@ def _hold_a_local_ray(marker: str) -> None:
     then work whose ``finally`` must run when the process is told to stop."""
     exit_on_sigterm()
     with RayBackend(None, 1, 0, 1):
-        Path(marker + ".ready").touch()
         try:
+            # Inside the try: a SIGTERM sent as soon as the file exists can land while touch()
+            # is still returning, and must then reach the finally too.
+            Path(marker + ".ready").touch()
             while True:
                 time.sleep(0.05)
         finally:
