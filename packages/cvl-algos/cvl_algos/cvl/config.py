@@ -173,6 +173,13 @@ class CVLConfig:
     Q term at the data action's Q(s_b, a_b), so the mode climbs the critic only up to what the
     data did at that state, not where the critic extrapolates above it (not in the paper; see
     `ddpg_bc_policy_loss`)."""
+    bc_density_weight: float = 0.0
+    """"ddpgbc" with the direct estimator and the action-contrast term: weight w of a support term
+    ``-w D(s, mode(s))``, D the critic's log density ratio ``log p(a | s) / p(a)``
+    (`cvl_algos.cvl.q.log_density_ratio_from_latents`: eq. 11's log normaliser, which the
+    self-normalised Q cancels and which only ``action_contrast_weight`` > 0 identifies), so the
+    mode stays where the data's behaviours act without the tanh-Gaussian averaging their modes.
+    0 adds nothing (not in the paper)."""
     bc_top_fraction: float = 1.0
     """"ddpgbc": the behaviour term's data. 1 clones every anchor (OGBench's DDPG+BC); a
     fraction f < 1 clones only the anchors of the ``ceil(f * E)`` episodes of highest return
@@ -355,6 +362,18 @@ class CVLConfig:
         if self.bc_q_cap and self.policy_extraction != "ddpgbc":
             raise ValueError(
                 f"bc_q_cap=True takes policy_extraction='ddpgbc', got {self.policy_extraction!r}"
+            )
+        if self.bc_density_weight and not (
+            self.bc_density_weight > 0.0
+            and self.policy_extraction == "ddpgbc"
+            and self.q_estimator == "mc"
+            and self.action_contrast_weight > 0.0
+        ):
+            raise ValueError(
+                f"bc_density_weight must be >= 0, and > 0 only with policy_extraction='ddpgbc', "
+                f"q_estimator='mc' and action_contrast_weight > 0 (eq. 9 alone leaves the density "
+                f"free), got {self.bc_density_weight!r} with {self.policy_extraction!r}, "
+                f"{self.q_estimator!r}, action_contrast_weight {self.action_contrast_weight!r}"
             )
         if self.bc_top_fraction != 1.0 and (
             self.policy_extraction != "ddpgbc"

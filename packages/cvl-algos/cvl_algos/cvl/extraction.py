@@ -69,6 +69,8 @@ def ddpg_bc_policy_loss(
     q_weight_baseline: str = "none",
     other_weight: float = 0.0,
     q_cap: bool = False,
+    density_fn: QFn | None = None,
+    density_weight: float = 0.0,
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -94,7 +96,12 @@ def ddpg_bc_policy_loss(
     With ``q_cap`` the Q term of pair b is ``min(Q(s_b, mode(s_b)), Q(s_b, a_b))`` (the data
     action's Q detached; the scale stays the uncapped mean ``|Q|``): the mode climbs Q only where
     the critic ranks it below the data's own action at that state, never past what the data did
-    (not in the paper; DDPG's analogue of CRR's binary filter). Only the policy gets gradients.
+    (not in the paper; DDPG's analogue of CRR's binary filter). With ``density_fn`` (the critic's
+    log density ratio ``D(s, a) = log p(a | s) / p(a)``, `cvl_algos.cvl.q.direct_log_density_fn`)
+    and ``density_weight`` w > 0 the loss adds ``-w mean_b D(s_b, mode(s_b))``: the mode is kept
+    where the critic says the data's behaviours act, a support term that, unlike the
+    tanh-Gaussian's likelihood, does not average the behaviours' modes (not in the paper). Only
+    the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -131,6 +138,11 @@ def ddpg_bc_policy_loss(
         else weighted_log_likelihood(log_prob_data, weights)
     )
     loss = q_term + alpha * bc
+    density = None
+    if density_weight:
+        assert density_fn is not None, "density_weight > 0 needs density_fn"
+        density = density_fn(obs_t, mode)[0].mean()
+        loss = loss - density_weight * density
     metrics = {
         "policy_loss": loss.detach(),
         "policy_q_term": q_term.detach(),
@@ -142,6 +154,8 @@ def ddpg_bc_policy_loss(
     }
     if q_data is not None:
         metrics["policy_mode_above_data"] = (q.detach() > q_data).float().mean()
+    if density is not None:
+        metrics["policy_log_density"] = density.detach()
     return loss, metrics
 
 

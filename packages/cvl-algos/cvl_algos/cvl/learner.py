@@ -74,6 +74,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
 
 
 from cvl_algos.cvl.q import (
+    direct_log_density_fn,
     direct_q_fn,
     q_direct_from_latents,
     q_rff,
@@ -344,7 +345,11 @@ class CVLLearner(PretrainingLearner):
             return self._extraction_loss(
                 self.policy, q_fn, batch.obs_t, batch.action_t, **_extraction_kwargs(cfg)
             )
-        return self._extraction_loss(self.policy, q_fn, batch, **_extraction_kwargs(cfg))
+        kwargs = _extraction_kwargs(cfg)
+        if cfg.bc_density_weight:
+            kwargs["density_fn"] = direct_log_density_fn(self.critic, carry["psi_future"])
+            kwargs["density_weight"] = cfg.bc_density_weight
+        return self._extraction_loss(self.policy, q_fn, batch, **kwargs)
 
     def policy_action(self, obs_t: Tensor, deterministic: bool) -> Tensor:
         """The first env action of `chunk_action`'s chunk (all of it when ``action_chunk`` is

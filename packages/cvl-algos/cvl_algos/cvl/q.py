@@ -64,6 +64,32 @@ def q_direct_from_latents(
     return reduce(weighted, "b m -> b", "mean") / (1.0 - discount)
 
 
+def log_density_ratio_from_latents(
+    phi_t: Tensor, psi_future: Tensor, temperature: float | Tensor
+) -> Tensor:
+    """``D_i = logsumexp_j f_ij - log M`` over M future states drawn from the data: the log of
+    eq. 11's normaliser, ``log mean_j exp f(s_i, a_i, s+_j)``, (B,).
+
+    Eq. 9 fixes ``f = log p(s+ | s, a) / p(s+) + c(s, a)``; the mean over futures drawn from
+    ``p(s+)`` then estimates ``E_{p(s+)}[p(s+ | s, a) / p(s+)] e^c = e^c``, so D reads the
+    per-anchor constant that the self-normalised Q cancels. Eq. 9 alone leaves c free; with the
+    action-contrast term (`cvl_algos.cvl.losses.action_contrastive_loss`) the joint solution has
+    ``c = log p(a | s) / p(a)``, so D is the critic's own estimate of how likely the data's
+    behaviour is to take ``a`` at ``s`` (against the data's action marginal): a density of every
+    behaviour at once, modes kept (not in the paper).
+
+    Args:
+        phi_t: (B, d) anchor features phi(s_t, a_t).
+        psi_future: (M, d) features psi(s+_j) of future states drawn from the data.
+    """
+    assert phi_t.ndim == 2 and psi_future.ndim == 2, (phi_t.shape, psi_future.shape)
+    assert phi_t.shape[1] == psi_future.shape[1], (phi_t.shape, psi_future.shape)
+    logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    return torch.logsumexp(logits, dim=1) - torch.log(
+        torch.tensor(float(psi_future.shape[0]), dtype=logits.dtype, device=logits.device)
+    )
+
+
 def weighted_expectile(values: Tensor, weights: Tensor, expectile: float) -> Tensor:
     """The tau-expectile of each row's discrete distribution ``sum_j weights_ij delta(values_j)``.
 
@@ -272,3 +298,21 @@ def direct_q_fn(
         return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
     return q_fn
+
+
+def direct_log_density_fn(
+    critic: nn.Module, psi_future: Tensor
+) -> Callable[[Tensor, Tensor], Tensor]:
+    """``d_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of `log_density_ratio_from_latents`
+    against fixed future latents ``psi_future`` (M, d), critic detached (gradients reach the
+    actions only), as `direct_q_fn`."""
+    phi = detached_phi(critic)
+    psi_future = psi_future.detach()
+    temperature = critic.detached_temperature()
+
+    def d_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
+        latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
+        d = log_density_ratio_from_latents(latents, psi_future, temperature)
+        return rearrange(d, "(n b) -> n b", n=actions.shape[0])
+
+    return d_fn
