@@ -204,3 +204,26 @@ def test_vectorised_seeds_equal_each_seed_alone() -> None:
 def test_config_refusals(name: str, overrides: dict) -> None:
     with pytest.raises(ValueError, match="bc_density_weight must be >= 0, and > 0 only with"):
         make_learner(name, (OBS_DIM,), ACTION_DIM, **overrides)
+
+
+def test_learners_log_density_ratio_is_eq_11s_normaliser() -> None:
+    """`CVLLearner.log_density_ratio` is the D that links the two eq. 11 estimators of two
+    learners that differ only in ``self_normalized``: Q_plain = exp(D) Q_self-normalised."""
+    batch = make_contrastive_batch(3)
+    learners = [
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=2, **TINY, self_normalized=flag)
+        for flag in (False, True)
+    ]
+    for learner in learners:
+        for i in range(5):  # away from the initial weights, identically in both
+            learner.update(make_contrastive_batch(i))
+    plain, normalised = (
+        learner.q_values(batch.obs_t, batch.action_t, batch.obs_future, batch.reward_future)
+        for learner in learners
+    )
+    d, d_other = (
+        learner.log_density_ratio(batch.obs_t, batch.action_t, batch.obs_future)
+        for learner in learners
+    )
+    torch.testing.assert_close(d, d_other)  # the critics train alike
+    torch.testing.assert_close(plain, torch.exp(d) * normalised, rtol=1e-4, atol=1e-4)

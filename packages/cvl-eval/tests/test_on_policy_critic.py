@@ -52,6 +52,27 @@ def test_a_q_that_prefers_the_expert_says_so_at_the_policys_states(learner):
         assert row["mean_q_uniform"] <= row["mean_q_uniform_max"] <= 0.0
 
 
+def test_a_log_density_that_peaks_at_the_expert_says_so(learner):
+    """D = -|a - a_expert(s)|: the expert's action is where the data acts at every state, the
+    untrained policy's is not; Q's columns do not change."""
+    expert = ScriptedExpert("reach")
+
+    def d(obs, action):
+        return -np.abs(action - np.clip(expert(obs), -1, 1)).sum(axis=1).astype(np.float64)
+
+    def q(obs, action):
+        return np.zeros(len(obs))
+
+    with_d = on_policy_ranking(
+        q, learner, "reach", episodes=1, num_uniform=4, max_steps=30, log_density=d
+    )
+    without = on_policy_ranking(q, learner, "reach", episodes=1, num_uniform=4, max_steps=30)
+    for row, plain in zip(with_d["phases"], without["phases"], strict=True):
+        assert row["p_expert_density_above"] == 1.0 and row["mean_d_expert"] == 0.0
+        assert row["mean_d_policy"] < 0.0 and row["mean_d_uniform"] < 0.0
+        assert {k: v for k, v in row.items() if "_d_" not in k and "density" not in k} == plain
+
+
 def test_a_q_that_prefers_the_policy_says_the_opposite(learner):
     def q(obs, action):
         return -np.linalg.norm(action - learner.act(obs), axis=1).astype(np.float64)
@@ -79,3 +100,5 @@ def test_diagnose_with_rollouts(tmp_path):
     assert on_policy["task"] == "reach-v3" and on_policy["episodes"] == 1
     assert sum(row["states"] for row in on_policy["phases"]) == 500
     assert "On the policy's own states" in format_diagnostics(result)
+    assert all("p_expert_density_above" in row for row in on_policy["phases"])
+    assert "log density ratio D(s, a)" in format_diagnostics(result)

@@ -76,6 +76,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
 from cvl_algos.cvl.q import (
     direct_log_density_fn,
     direct_q_fn,
+    log_density_ratio_from_latents,
     q_direct_from_latents,
     q_rff,
     rff_q_fn,
@@ -441,6 +442,18 @@ class CVLLearner(PretrainingLearner):
             self.config.self_normalized,
             self.config.q_expectile,
         )
+
+    @torch.no_grad()
+    def log_density_ratio(self, obs: Tensor, action: Tensor, obs_future: Tensor) -> Tensor:
+        """D of (obs, action) pairs over the given future states, (B,): the log of eq. 11's
+        normaliser with psi_target, as the policy's support term reads it
+        (`cvl_algos.cvl.q.log_density_ratio_from_latents`; with the action-contrast term,
+        log p(a | s) / p(a))."""
+        phi_t = self.critic.phi(
+            self.obs_tensor(obs), torch.as_tensor(action, device=self.device).float()
+        )
+        psi_future = self.psi_target(self.obs_tensor(obs_future))
+        return log_density_ratio_from_latents(phi_t, psi_future, self.critic.temperature)
 
 
 class CVLMCLearner(CVLLearner):

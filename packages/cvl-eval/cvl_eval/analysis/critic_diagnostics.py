@@ -113,21 +113,26 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 # -- Q of a learner -------------------------------------------------------------------------------
 
 
-def _cvl_q(learner, dataset, num_futures: int, seed: int) -> QFunction:
-    """CVL's ``q_values`` with its configured estimator; futures from the data for eq. 11."""
+def _data_futures(learner, dataset, num_futures: int, seed: int) -> Any:
+    """A batch of ``num_futures`` anchors and their future states drawn from the data."""
     from cvl_data import ContrastiveSampler
 
+    sampler = ContrastiveSampler(
+        dataset,
+        num_futures,
+        discount=learner.config.discount,
+        device=str(learner.device),
+        mode="uniform",
+        seed=seed,
+    )
+    return sampler.sample()
+
+
+def _cvl_q(learner, dataset, num_futures: int, seed: int) -> QFunction:
+    """CVL's ``q_values`` with its configured estimator; futures from the data for eq. 11."""
     future = (None, None)
     if learner.config.q_estimator == "mc":
-        sampler = ContrastiveSampler(
-            dataset,
-            num_futures,
-            discount=learner.config.discount,
-            device=str(learner.device),
-            mode="uniform",
-            seed=seed,
-        )
-        batch = sampler.sample()
+        batch = _data_futures(learner, dataset, num_futures, seed)
         future = (batch.obs_future, batch.reward_future)
 
     def q(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
@@ -177,6 +182,32 @@ def q_function(
         return np.concatenate(chunks) if chunks else np.zeros(0)
 
     return q
+
+
+def log_density_function(
+    learner, dataset, num_futures: int = 4096, seed: int = 0, batch_size: int = 4096
+) -> QFunction | None:
+    """``d(obs, action) -> (N,)``: CVL's `log_density_ratio` over ``num_futures`` future states
+    of the data (the same draw as `q_function`'s), in batches; None for a learner without it
+    (every algorithm but CVL)."""
+    if not hasattr(learner, "log_density_ratio"):
+        return None
+    obs_future = _data_futures(learner, dataset, num_futures, seed).obs_future
+
+    def d(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
+        assert len(obs) == len(action), (np.shape(obs), np.shape(action))
+        chunks = [
+            learner.log_density_ratio(
+                np.array(obs[i : i + batch_size]), np.array(action[i : i + batch_size]), obs_future
+            )
+            .cpu()
+            .double()
+            .numpy()
+            for i in range(0, len(obs), batch_size)
+        ]
+        return np.concatenate(chunks) if chunks else np.zeros(0)
+
+    return d
 
 
 def q_description(learner) -> str:
@@ -382,7 +413,10 @@ def diagnose(
     if rollouts > 0:
         from cvl_eval.analysis.on_policy_critic import on_policy_ranking
 
-        result["on_policy"] = on_policy_ranking(q, learner, dataset.spec.task, rollouts)
+        density = log_density_function(learner, dataset, num_futures, seed)
+        result["on_policy"] = on_policy_ranking(
+            q, learner, dataset.spec.task, rollouts, log_density=density
+        )
     return result
 
 

@@ -13,7 +13,11 @@ the learner's deterministic policy in the task and, at every visited state ``s``
 policy's own states and the policy does not take it: the extraction, not the critic, fails.
 ``P(max uniform Q > Q(s, a_expert))`` near 1 means the critic's maximum over all actions lies
 away from the expert (over-estimation of unseen actions), so maximising Q harder would not help.
-Results are reported per phase of the episode (`PHASES`).
+Results are reported per phase of the episode (`PHASES`). Given CVL's log density ratio
+``D(s, a)`` (``log_density``; with the action-contrast term, log p(a | s) / p(a)), each phase also
+reports D of the three actions and ``P(D(s, a_expert) > D(s, pi(s)))``: near 1 where the policy
+acts where the data's behaviours do not (extrapolation), near 0.5 where it acts inside the data
+and the critic's ranking alone decides.
 """
 
 from __future__ import annotations
@@ -72,9 +76,11 @@ def on_policy_ranking(
     seed: int = 100,
     num_uniform: int = 64,
     max_steps: int | None = None,
+    log_density: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The check of the module docstring on ``episodes`` rollouts; JSON-able, per phase.
-    ``q`` is a `cvl_eval.analysis.critic_diagnostics.QFunction` (obs, action) -> (N,)."""
+    ``q`` and ``log_density`` are (obs, action) -> (N,) functions
+    (`cvl_eval.analysis.critic_diagnostics.q_function`, `log_density_function`)."""
     from cvl_eval.envs.experts import ScriptedExpert
 
     visited = rollout_states(learner, task, episodes, seed, max_steps)
@@ -85,6 +91,10 @@ def on_policy_ranking(
     q_policy, q_expert = q(obs, action), q(obs, expert)
     q_uniform = q(np.repeat(obs, num_uniform, axis=0), uniform.reshape(-1, action.shape[1]))
     q_uniform = q_uniform.reshape(len(obs), num_uniform)
+    densities = None
+    if log_density is not None:
+        first_uniform = uniform[:, 0]
+        densities = [log_density(obs, a) for a in (action, expert, first_uniform)]
     phases = []
     for lo, hi in PHASES:
         mask = (t >= lo) & (t < hi)
@@ -104,6 +114,8 @@ def on_policy_ranking(
                 "action_gap": float(np.abs(action[mask] - expert[mask]).mean()),
             }
         )
+        if densities is not None:
+            phases[-1].update(_density_row(densities, mask))
     return {
         "task": task,
         "episodes": episodes,
@@ -111,6 +123,18 @@ def on_policy_ranking(
         "num_uniform": num_uniform,
         "success": [bool(s) for s in visited["success"]],
         "phases": phases,
+    }
+
+
+def _density_row(densities: list[np.ndarray], mask: np.ndarray) -> dict[str, float]:
+    """Mean D of the policy's, the expert's and one uniform action per state, and
+    P(D(expert) > D(policy)), over the phase's states."""
+    d_policy, d_expert, d_uniform = (d[mask] for d in densities)
+    return {
+        "mean_d_policy": float(d_policy.mean()),
+        "mean_d_expert": float(d_expert.mean()),
+        "mean_d_uniform": float(d_uniform.mean()),
+        "p_expert_density_above": float(np.mean(d_expert > d_policy)),
     }
 
 
@@ -131,4 +155,16 @@ def format_on_policy(result: dict[str, Any]) -> str:
             f"{row['p_expert_better']:13.2f} {row['p_uniform_max_above_expert']:15.2f} "
             f"{row['action_gap']:13.2f}"
         )
+    if result["phases"] and "mean_d_policy" in result["phases"][0]:
+        lines.append(
+            f"  log density ratio D(s, a): {'steps':>9s} {'D(pi)':>7s} {'D(expert)':>10s} "
+            f"{'D(unif)':>8s} {'P(D_expert>D_pi)':>17s}"
+        )
+        for row in result["phases"]:
+            lo, hi = row["steps"]
+            lines.append(
+                f"  {'':27s}{f'{lo}-{hi}':>9s} {row['mean_d_policy']:7.2f} "
+                f"{row['mean_d_expert']:10.2f} {row['mean_d_uniform']:8.2f} "
+                f"{row['p_expert_density_above']:17.2f}"
+            )
     return "\n".join(lines)
