@@ -172,16 +172,7 @@ def q_function(
         evaluate = _cvl_q(learner, dataset, num_futures, seed)
     else:
         evaluate = _twin_q(learner)
-
-    def q(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
-        assert len(obs) == len(action), (np.shape(obs), np.shape(action))
-        chunks = [
-            evaluate(np.array(obs[i : i + batch_size]), np.array(action[i : i + batch_size]))
-            for i in range(0, len(obs), batch_size)
-        ]
-        return np.concatenate(chunks) if chunks else np.zeros(0)
-
-    return q
+    return _in_batches(evaluate, batch_size)
 
 
 def log_density_function(
@@ -194,20 +185,25 @@ def log_density_function(
         return None
     obs_future = _data_futures(learner, dataset, num_futures, seed).obs_future
 
-    def d(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
+    def evaluate(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
+        return learner.log_density_ratio(obs, action, obs_future).cpu().double().numpy()
+
+    return _in_batches(evaluate, batch_size)
+
+
+def _in_batches(evaluate: QFunction, batch_size: int) -> QFunction:
+    """``evaluate`` over (obs, action) in batches of ``batch_size``, each copied out of the
+    read-only memory-mapped data."""
+
+    def batched(obs: np.ndarray, action: np.ndarray) -> np.ndarray:
         assert len(obs) == len(action), (np.shape(obs), np.shape(action))
         chunks = [
-            learner.log_density_ratio(
-                np.array(obs[i : i + batch_size]), np.array(action[i : i + batch_size]), obs_future
-            )
-            .cpu()
-            .double()
-            .numpy()
+            evaluate(np.array(obs[i : i + batch_size]), np.array(action[i : i + batch_size]))
             for i in range(0, len(obs), batch_size)
         ]
         return np.concatenate(chunks) if chunks else np.zeros(0)
 
-    return d
+    return batched
 
 
 def q_description(learner) -> str:
