@@ -43,6 +43,10 @@ class EvaluateConfig:
     allow_unverified_checkpoint: bool = False
     """Load a checkpoint that has no ``checksums.json`` (its files cannot be verified; warned).
     Without it such a checkpoint is refused."""
+    trained_policy: bool = False
+    """Act with the trained policy instead of its polyak average (a run trained with
+    ``policy_ema_tau`` > 0 acts with the average by default). Refused for a learner without
+    an average."""
 
     def __post_init__(self) -> None:
         if self.task is not None:
@@ -80,6 +84,22 @@ def _locate(path: Path) -> tuple[Path, dict[str, Any] | None]:
     return path, None
 
 
+def _choose_policy(learner: Any, checkpoint: Path, trained: bool) -> str:
+    """Which policy ``learner`` acts with: "average" (its polyak average), "trained", or
+    "trained (no average)"; ``trained`` sets a learner with an average to its trained policy."""
+    if learner.policy_ema is None:
+        if trained:
+            raise ConfigError(
+                f"--trained-policy: {checkpoint} has no policy average (policy_ema_tau was 0); "
+                "it acts with its trained policy already"
+            )
+        return "trained (no average)"
+    if trained:
+        learner.policy_ema = None  # `LearnerBase.acting_policy` falls back to ``policy``
+        return "trained"
+    return "average"
+
+
 def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
     """Evaluate; returns (and writes) the `EvalResult` dict plus where it came from."""
     _check_numbers(config)
@@ -101,6 +121,7 @@ def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
         restore_global_rng=False,
         allow_unverified=config.allow_unverified_checkpoint,
     )
+    policy = _choose_policy(learner, checkpoint, config.trained_policy)
     pixels = len(learner.obs_shape) == 3  # image observations (H, W, C)
     if pixels:
         try:
@@ -122,6 +143,7 @@ def evaluate_checkpoint(config: EvaluateConfig) -> dict[str, Any]:
         "algorithm": learner.name,
         "learner_step": learner.step,
         "deterministic": config.deterministic,
+        "policy": policy,
         **result.to_dict(),
     }
     out = (
