@@ -91,8 +91,8 @@ def test_learner_acts_by_q_and_a_loaded_copy_acts_identically(name: str, tmp_pat
         learner.update(make_batch(6, seed=seed))
     acted = learner.act(obs)
     assert acted.shape == (5, ACTION_DIM) and np.abs(acted).max() <= 1.0
-    futures = learner.future_bank.valid() if name == "cvl_mc" else (None, None)
-    q_fn = learner._q_fn(*futures)
+    psi_future, reward_future = learner.future_bank.valid() if name == "cvl_mc" else (None, None)
+    q_fn = learner._q_fn(None if psi_future is None else [psi_future], reward_future)
     with torch.no_grad():
         q = q_fn(torch.as_tensor(obs), torch.as_tensor(np.stack([acted, mode])))
     assert (q[0] >= q[1]).all() and not np.array_equal(acted, mode)

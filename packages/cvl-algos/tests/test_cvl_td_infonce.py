@@ -207,7 +207,7 @@ def test_q_weighs_the_next_states_by_their_arrival_rewards() -> None:
     torch.testing.assert_close(carry["reward_future"], batch.reward_t)
     phi = learner.critic.phi(batch.obs_t, batch.action_t)
     q = q_direct_from_latents(phi, carry["psi_future"], batch.reward_t, 0.99, 1.0)
-    q_fn = learner._q_fn(carry["psi_future"], carry["reward_future"])
+    q_fn = learner._q_fn([carry["psi_future"]], carry["reward_future"])
     torch.testing.assert_close(q_fn(batch.obs_t, batch.action_t[None])[0], q)
 
 

@@ -90,6 +90,13 @@ class CVLConfig:
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
     """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
+    num_critics: int = 1
+    """Independent contrastive critics, each with its own ``psi_target`` and optimiser, trained
+    by the same loss on the same batch; the policy maximises the minimum of their eq. 11
+    estimates (`cvl_algos.cvl.q.min_q_fn`), as OGBench's contrastive RL agent does with two, so
+    it cannot climb one critic's error that the other does not share. 1: the paper's one critic.
+    More than 1 only with the direct estimator, the "infonce" or "binary" objective, no support
+    term (``bc_density_weight``) and no acting by Q (not in the paper)."""
     td_warmup_steps: int = 0
     """"td_infonce": the first this many updates train the critic with eq. 9-10's InfoNCE on
     the batch's future states (and Q weighs those), so the bootstrap starts from the data's
@@ -319,9 +326,30 @@ class CVLConfig:
                 "critic_objective='td_infonce' bootstraps from the policy's action; "
                 "policy_extraction='flow_select' trains no policy to evaluate (use 'flow')"
             )
+        self._check_num_critics()
         if self.rff_kind not in ("trig", "positive", "oprf"):
             raise ValueError(
                 f"rff_kind must be 'trig', 'positive' or 'oprf', got {self.rff_kind!r}"
+            )
+
+    def _check_num_critics(self) -> None:
+        """``num_critics``: an int >= 1; more than one only where every Q is eq. 11's."""
+        if isinstance(self.num_critics, bool) or not (
+            isinstance(self.num_critics, int) and self.num_critics >= 1
+        ):
+            raise ValueError(f"num_critics must be an int >= 1, got {self.num_critics!r}")
+        by_q = self.act_candidates > 0 or self.policy_extraction == "flow_select"
+        if self.num_critics > 1 and (
+            self.q_estimator != "mc"
+            or self.critic_objective == "td_infonce"
+            or self.bc_density_weight
+            or by_q
+        ):
+            raise ValueError(
+                f"num_critics={self.num_critics} needs q_estimator='mc', critic_objective "
+                f"'infonce' or 'binary', bc_density_weight=0, act_candidates=0 and not "
+                f"'flow_select', got {self.q_estimator!r}, {self.critic_objective!r}, "
+                f"{self.bc_density_weight}, {self.act_candidates}, {self.policy_extraction!r}"
             )
 
     def _check_extraction(self) -> None:

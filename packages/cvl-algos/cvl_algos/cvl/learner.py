@@ -15,6 +15,7 @@ only ever sees labelled rewards and the policy is trained during finetuning only
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import torch
@@ -31,6 +32,7 @@ from cvl_algos.cvl.losses import (
     policy_loss,
     td_contrastive_critic_loss,
 )
+from cvl_algos.cvl.readouts import CriticReadouts
 
 EXTRACTION_LOSSES = {
     "kl": policy_loss,
@@ -76,9 +78,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
 from cvl_algos.cvl.q import (
     direct_log_density_fn,
     direct_q_fn,
-    log_density_ratio_from_latents,
-    q_direct_from_latents,
-    q_rff,
+    min_q_fn,
     rff_q_fn,
     xi_ema,
     xi_estimate,
@@ -90,7 +90,13 @@ from cvl_models import ContrastiveCritic
 from cvl_models.flow import FlowPolicy
 from cvl_models.rff import make_random_features
 
-__all__ = ["CVLLearner", "CVLMCLearner", "XiState"]
+__all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name"]
+
+
+def critic_name(index: int, base: str = "critic") -> str:
+    """The name of critic ``index``'s module (or of its ``base``: "psi_target", a stage key):
+    ``base`` for the first critic, ``base_k`` for critic k > 0 (``num_critics``)."""
+    return base if index == 0 else f"{base}_{index}"
 
 
 class XiState(nn.Module):
@@ -114,7 +120,7 @@ class XiState(nn.Module):
         self.register_buffer("zeta", torch.zeros(num_features) if self_normalized else None)
 
 
-class CVLLearner(PretrainingLearner):
+class CVLLearner(CriticReadouts, PretrainingLearner):
     """Contrastive Value Learning (Mazoure et al.), Q from random Fourier features by default.
 
     Networks: ``critic`` (phi and psi encoders), ``psi_target`` (polyak EMA copy of
@@ -142,21 +148,19 @@ class CVLLearner(PretrainingLearner):
         self.chunk_dim = self.action_dim * cfg.action_chunk
         """Size of the actions the critic and the policy take: ``action_chunk`` env actions."""
         with self.rng_scope():
-            self.critic = ContrastiveCritic(
-                self.obs_shape,
-                self.chunk_dim,
-                latent_dim=cfg.latent_dim,
-                hidden=cfg.hidden,
-                normalize=cfg.normalize,
-                temperature=cfg.temperature,
-                torso=cfg.torso,
-                learn_temperature=cfg.learn_temperature,
-            ).to(self.device)
+            self.critic = self._make_critic()
             self.psi_target = copy.deepcopy(self.critic.psi_net).requires_grad_(False)
             self.phi_target: nn.Module | None = None
             if cfg.critic_objective == "td_infonce":
                 self.phi_target = copy.deepcopy(self.critic.phi_net).requires_grad_(False)
             self.policy = self._make_policy()
+            # ``num_critics`` > 1: the other critics, drawn after the policy (one critic draws
+            # what it always drew); ``critics[0]`` is ``critic``.
+            self.critics = [self.critic]
+            self.critics += [self._make_critic() for _ in range(cfg.num_critics - 1)]
+        self.psi_targets = [self.psi_target] + [
+            copy.deepcopy(critic.psi_net).requires_grad_(False) for critic in self.critics[1:]
+        ]
         self.init_policy_ema()
         self.rff = make_random_features(
             cfg.rff_kind,
@@ -171,11 +175,26 @@ class CVLLearner(PretrainingLearner):
         selects_by_q = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
         if selects_by_q and cfg.q_estimator == "mc":
             self.future_bank = FutureBank(cfg.batch_size, cfg.latent_dim).to(self.device)
-        self.critic_opt = make_adam(self.critic.parameters(), cfg.lr)
+        self.critic_opts = [make_adam(critic.parameters(), cfg.lr) for critic in self.critics]
+        self.critic_opt = self.critic_opts[0]
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
         self._td_critic_loss = self.maybe_compile(td_contrastive_critic_loss)
         self._extraction_loss = self.maybe_compile(EXTRACTION_LOSSES[cfg.policy_extraction])
+
+    def _make_critic(self) -> ContrastiveCritic:
+        """A contrastive critic (phi and psi encoders) of the config's sizes."""
+        cfg: CVLConfig = self.config
+        return ContrastiveCritic(
+            self.obs_shape,
+            self.chunk_dim,
+            latent_dim=cfg.latent_dim,
+            hidden=cfg.hidden,
+            normalize=cfg.normalize,
+            temperature=cfg.temperature,
+            torso=cfg.torso,
+            learn_temperature=cfg.learn_temperature,
+        ).to(self.device)
 
     def _make_policy(self) -> nn.Module:
         """The tanh-Gaussian of eq. 13-15, or a `FlowPolicy` for the flow extractions."""
@@ -200,10 +219,14 @@ class CVLLearner(PretrainingLearner):
             modules["phi_target"] = self.phi_target
         if self.future_bank is not None:
             modules["future_bank"] = self.future_bank
+        for index in range(1, len(self.critics)):
+            modules[critic_name(index)] = self.critics[index]
+            modules[critic_name(index, "psi_target")] = self.psi_targets[index]
         return {**modules, **self.policy_ema_modules()}
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
-        return {"critic": self.critic_opt, "policy": self.policy_opt}
+        critics = {critic_name(k): opt for k, opt in enumerate(self.critic_opts)}
+        return {**critics, "policy": self.policy_opt}
 
     @property
     def sampler_mode(self) -> str:
@@ -242,13 +265,18 @@ class CVLLearner(PretrainingLearner):
 
     def critic_stages(self) -> tuple[Stage, ...]:
         """Critic gradient step (eq. 10, or TD InfoNCE) followed by the polyak updates of
-        psi_target (and of phi_target, TD InfoNCE's)."""
+        psi_target (and of phi_target, TD InfoNCE's); with ``num_critics`` > 1 the same for
+        each other critic, on the same batch."""
         cfg: CVLConfig = self.config
         key = "critic_td" if self._bootstraps() else "critic"
-        stages: tuple[Stage, ...] = (
-            GradientStage("critic", "critic", self._critic_loss_of, "critic_grad_norm", key),
-            PolyakStage("psi_target", "critic.psi_net", cfg.psi_target_tau),
-        )
+        stages: tuple[Stage, ...] = ()
+        for index in range(len(self.critics)):
+            name, target = critic_name(index), critic_name(index, "psi_target")
+            loss = functools.partial(self._critic_loss_of, index=index)
+            stages += (
+                GradientStage(name, name, loss, f"{name}_grad_norm", critic_name(index, key)),
+                PolyakStage(target, f"{name}.psi_net", cfg.psi_target_tau),
+            )
         if self.phi_target is not None:
             stages += (PolyakStage("phi_target", "critic.phi_net", cfg.psi_target_tau),)
         return stages
@@ -258,11 +286,16 @@ class CVLLearner(PretrainingLearner):
         cfg: CVLConfig = self.config
         return cfg.critic_objective == "td_infonce" and self.step >= cfg.td_warmup_steps
 
-    def _critic_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
+    def _critic_loss_of(
+        self, batch: Any, carry, index: int = 0
+    ) -> tuple[Tensor, dict[str, Tensor]]:
+        """Critic ``index``'s loss (eq. 9-10, or TD InfoNCE for the one critic it allows); the
+        metrics of critic k > 0 carry the suffix ``_k``."""
         cfg: CVLConfig = self.config
+        critic = self.critics[index]
         if self._bootstraps():
             loss, metrics = self._td_critic_loss(
-                self.critic,
+                critic,
                 self.phi_target,
                 self.psi_target,
                 self.policy,
@@ -273,7 +306,7 @@ class CVLLearner(PretrainingLearner):
         else:  # TD InfoNCE's warm-up trains eq. 9-10's InfoNCE.
             objective = "infonce" if cfg.critic_objective == "td_infonce" else cfg.critic_objective
             loss, metrics = self._critic_loss(
-                self.critic,
+                critic,
                 batch,
                 cfg.lambda_partition,
                 objective,
@@ -281,7 +314,9 @@ class CVLLearner(PretrainingLearner):
                 cfg.action_contrast_negatives,
             )
         if cfg.learn_temperature:
-            metrics = {**metrics, "temperature": self.critic.detached_temperature()}
+            metrics = {**metrics, "temperature": critic.detached_temperature()}
+        if index:
+            metrics = {f"{key}_{index}": value for key, value in metrics.items()}
         return loss, metrics
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
@@ -302,7 +337,11 @@ class CVLLearner(PretrainingLearner):
             metrics = self._xi_step(psi_future, reward_future)
         if self.future_bank is not None:
             self.future_bank.store(psi_future, reward_future)
-        return {"psi_future": psi_future, "reward_future": reward_future}, metrics
+        others = {
+            critic_name(k, "psi_future"): self.psi_targets[k](obs_future)
+            for k in range(1, len(self.critics))
+        }
+        return {"psi_future": psi_future, "reward_future": reward_future, **others}, metrics
 
     @torch.no_grad()
     def _xi_step(self, psi_future: Tensor, reward_future: Tensor) -> dict[str, Tensor]:
@@ -320,28 +359,35 @@ class CVLLearner(PretrainingLearner):
         state.count.add_(1)
         return {"xi_norm": torch.linalg.vector_norm(state.xi)}
 
-    def _q_fn(self, psi_future: Tensor | None, reward_future: Tensor | None):
-        """Q of eq. 12 (RFF) or eq. 11 over the given future latents, critic detached."""
+    def _q_fn(self, psi_futures: list[Tensor] | None, reward_future: Tensor | None):
+        """Q of eq. 12 (RFF) or eq. 11 over the given future latents (one per critic, each its
+        own ``psi_target``'s), critics detached; the minimum over the critics
+        (`cvl_algos.cvl.q.min_q_fn`) when there are several."""
         cfg: CVLConfig = self.config
         if cfg.q_estimator == "rff":
             return rff_q_fn(
                 self.critic, self.rff, self.xi_state.xi, cfg.discount, self.xi_state.zeta
             )
-        return direct_q_fn(
-            self.critic,
-            psi_future,
-            reward_future,
-            cfg.discount,
-            cfg.self_normalized,
-            cfg.q_expectile,
-        )
+        assert psi_futures is not None and len(psi_futures) == len(self.critics)
+        fns = [
+            direct_q_fn(
+                critic, psi, reward_future, cfg.discount, cfg.self_normalized, cfg.q_expectile
+            )
+            for critic, psi in zip(self.critics, psi_futures, strict=True)
+        ]
+        return min_q_fn(fns)
+
+    def _carried_psi_futures(self, carry) -> list[Tensor]:
+        """Each critic's future latents as `_after_critic` put them into the carry."""
+        others = [carry[critic_name(k, "psi_future")] for k in range(1, len(self.critics))]
+        return [carry["psi_future"], *others]
 
     def _policy_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
         """The configured policy extraction's loss (`EXTRACTION_LOSSES`)."""
         cfg: CVLConfig = self.config
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
-        q_fn = self._q_fn(carry["psi_future"], carry["reward_future"])
+        q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"])
         if cfg.policy_extraction == "flow":
             return self._extraction_loss(
                 self.policy, q_fn, batch.obs_t, batch.action_t, **_extraction_kwargs(cfg)
@@ -374,7 +420,7 @@ class CVLLearner(PretrainingLearner):
         else:
             psi_future, reward_future = self.future_bank.valid()
             if psi_future.shape[0] > 0:
-                q_fn = self._q_fn(psi_future, reward_future)
+                q_fn = self._q_fn([psi_future], reward_future)
         # Deterministic acting stays deterministic: the candidates are drawn from a generator
         # seeded afresh on each call, and the learner's own (training) RNG is left untouched.
         cuda = [self.device.index or 0] if self.device.type == "cuda" else []
@@ -399,61 +445,6 @@ class CVLLearner(PretrainingLearner):
                 "needs the policy, which only finetuning trains"
             )
         return self.run_stages(self.critic_stages(), batch)
-
-    @torch.no_grad()
-    def q_values(
-        self,
-        obs: Tensor,
-        action: Tensor,
-        obs_future: Tensor | None = None,
-        reward_future: Tensor | None = None,
-        estimator: str | None = None,
-    ) -> Tensor:
-        """Q_NCE of (obs, action) pairs, (B,): "rff" uses the learned ``xi`` (eq. 12); "mc"
-        averages over the given future states and arrival rewards with psi_target (eq. 11).
-        ``estimator`` defaults to the config's."""
-        estimator = estimator or self.config.q_estimator
-        if estimator not in ("rff", "mc"):
-            raise ValueError(f"estimator must be 'rff' or 'mc', got {estimator!r}")
-        obs, action = (
-            self.obs_tensor(obs),
-            torch.as_tensor(action, device=self.device).float(),
-        )
-        if action.shape[-1] != self.chunk_dim:
-            raise ValueError(
-                f"q_values: actions must have {self.chunk_dim} entries (action_chunk "
-                f"{self.config.action_chunk} x {self.action_dim}), got shape {tuple(action.shape)}"
-            )
-        phi_t = self.critic.phi(obs, action)
-        if estimator == "rff":
-            return q_rff(
-                self.rff, phi_t, self.xi_state.xi, self.config.discount, self.xi_state.zeta
-            )
-        if obs_future is None or reward_future is None:
-            raise ValueError("the direct estimator needs obs_future and reward_future")
-        psi_future = self.psi_target(self.obs_tensor(obs_future))
-        reward_future = torch.as_tensor(reward_future, device=self.device).float()
-        return q_direct_from_latents(
-            phi_t,
-            psi_future,
-            reward_future,
-            self.config.discount,
-            self.critic.temperature,
-            self.config.self_normalized,
-            self.config.q_expectile,
-        )
-
-    @torch.no_grad()
-    def log_density_ratio(self, obs: Tensor, action: Tensor, obs_future: Tensor) -> Tensor:
-        """D of (obs, action) pairs over the given future states, (B,): the log of eq. 11's
-        normaliser with psi_target, as the policy's support term reads it
-        (`cvl_algos.cvl.q.log_density_ratio_from_latents`; with the action-contrast term,
-        log p(a | s) / p(a))."""
-        phi_t = self.critic.phi(
-            self.obs_tensor(obs), torch.as_tensor(action, device=self.device).float()
-        )
-        psi_future = self.psi_target(self.obs_tensor(obs_future))
-        return log_density_ratio_from_latents(phi_t, psi_future, self.critic.temperature)
 
 
 class CVLMCLearner(CVLLearner):

@@ -300,6 +300,23 @@ def direct_q_fn(
     return q_fn
 
 
+def min_q_fn(
+    q_fns: list[Callable[[Tensor, Tensor], Tensor]],
+) -> Callable[[Tensor, Tensor], Tensor]:
+    """``q_fn(obs_t, actions) -> (N, B)``: the elementwise minimum of the critics' ``q_fns``
+    (each as `direct_q_fn`), so a policy that maximises it cannot climb an error of one critic
+    that another does not share (clipped double Q, Fujimoto et al. 2018; OGBench's contrastive RL
+    agent takes the minimum of its two critics in DDPG+BC). One function is returned as is."""
+    if len(q_fns) == 1:
+        return q_fns[0]
+
+    def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
+        values = torch.stack([fn(obs_t, actions) for fn in q_fns])
+        return reduce(values, "k n b -> n b", "min")
+
+    return q_fn
+
+
 def direct_log_density_fn(
     critic: nn.Module, psi_future: Tensor
 ) -> Callable[[Tensor, Tensor], Tensor]:
