@@ -126,7 +126,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     Networks: ``critic`` (phi and psi encoders), ``psi_target`` (polyak EMA copy of
     ``critic.psi_net``, which encodes future states for both Q estimators), ``policy``
     (tanh-Gaussian), ``rff`` (fixed random features, seeded by the learner's seed) and
-    ``xi_state``.
+    ``xi_state``; with ``num_critics`` > 1 also ``critic_k`` and ``psi_target_k`` for k >= 1
+    (``critics`` and ``psi_targets`` list them all, the first critic's first).
     """
 
     name = "cvl"
