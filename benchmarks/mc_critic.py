@@ -33,22 +33,11 @@ from cvl_algos.common import frozen_call, polyak_update
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss
 from cvl_data import open_dataset
 from cvl_data.source import step_episode_index
+from cvl_eval.analysis.critic_diagnostics import discounted_return_to_go
 from cvl_eval.envs.make import canonical_name
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_models.mlp import make_mlp
 from cvl_models.policy import TanhGaussianPolicy
-
-
-def returns_to_go(rewards: np.ndarray, offsets: np.ndarray, gamma: float) -> np.ndarray:
-    """``(N,)`` discounted return-to-go of every step, truncated at its episode's end."""
-    episode = step_episode_index(offsets)
-    t = np.arange(len(rewards)) - offsets[episode]
-    lengths = np.diff(offsets)
-    padded = np.zeros((len(lengths), int(lengths.max()) + 1))
-    padded[episode, t] = rewards
-    for k in range(padded.shape[1] - 2, -1, -1):  # one pass over time for all episodes at once
-        padded[:, k] += gamma * padded[:, k + 1]
-    return padded[episode, t]
 
 
 class QNetwork(torch.nn.Module):
@@ -73,7 +62,7 @@ def run(args: argparse.Namespace) -> list[dict]:
         np.asarray(data.observations)[np.arange(len(episode)) + episode]
     )  # a copy
     action_t = torch.as_tensor(np.array(data.actions, dtype=np.float32))
-    returns = returns_to_go(np.asarray(data.rewards, np.float64), offsets, args.discount)
+    returns = discounted_return_to_go(data.rewards, offsets, args.discount)
     target = torch.as_tensor(returns / returns.std(), dtype=torch.float32)
     obs_dim, action_dim = obs_t.shape[1], action_t.shape[1]
     critic = QNetwork(obs_dim, action_dim, tuple(args.hidden))
@@ -85,6 +74,7 @@ def run(args: argparse.Namespace) -> list[dict]:
     def q_fn(states: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         return frozen_call(critic, states, actions)
 
+    task = canonical_name(data.spec.task)
     evals, start = [], time.perf_counter()
     for step in range(1, args.steps + 1):
         index = torch.as_tensor(rng.integers(0, len(target), args.batch_size))
@@ -101,17 +91,16 @@ def run(args: argparse.Namespace) -> list[dict]:
         policy_opt.step()
         polyak_update(average, policy, args.policy_ema_tau)
         if step % args.eval_every == 0:
-            evals.append(_evaluate(args, average, step, critic_loss.item(), start))
+            evals.append(_evaluate(args, task, average, step, critic_loss.item(), start))
             print(json.dumps({k: v for k, v in evals[-1].items() if k != "episode_successes"}))
     return evals
 
 
-def _evaluate(args, average, step: int, critic_loss: float, start: float) -> dict:
+def _evaluate(args, task: str, average, step: int, critic_loss: float, start: float) -> dict:
     def act(obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             return average.deterministic(torch.as_tensor(obs, dtype=torch.float32)).numpy()
 
-    task = canonical_name(open_dataset(args.dataset).spec.task)
     result = evaluate_policy(task, act, args.eval_episodes, seed=args.eval_seed)
     successes = [bool(s) for s in result.successes]
     return {
