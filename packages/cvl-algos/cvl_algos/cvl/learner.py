@@ -26,6 +26,7 @@ from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_act
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
 from cvl_algos.cvl.losses import (
+    QFn,
     awr_policy_loss,
     contrastive_critic_loss,
     crr_binary_policy_loss,
@@ -415,13 +416,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         selecting = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
         if not deterministic or not selecting:
             return super().policy_action(obs_t, deterministic)
-        q_fn = None
-        if self.future_bank is None:
-            q_fn = self._q_fn(None, None)
-        else:
-            psi_future, reward_future = self.future_bank.valid()
-            if psi_future.shape[0] > 0:
-                q_fn = self._q_fn([psi_future], reward_future)
+        q_fn = self.acting_q_fn()
         # Deterministic acting stays deterministic: the candidates are drawn from a generator
         # seeded afresh on each call, and the learner's own (training) RNG is left untouched.
         cuda = [self.device.index or 0] if self.device.type == "cuda" else []
@@ -434,6 +429,17 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             if q_fn is None:
                 return super().policy_action(obs_t, deterministic)
             return select_action_by_q(self.acting_policy, q_fn, obs_t, cfg.act_candidates)
+
+    def acting_q_fn(self) -> QFn | None:
+        """The Q that acting selects by: eq. 12 (RFF) or eq. 11 over the future bank's latents
+        and rewards, the latest labelled batch's; None before the first labelled update (the
+        direct estimator has no future states yet). Reads the bank's size: one host sync."""
+        if self.future_bank is None:
+            return self._q_fn(None, None)
+        psi_future, reward_future = self.future_bank.valid()
+        if psi_future.shape[0] == 0:
+            return None
+        return self._q_fn([psi_future], reward_future)
 
     # -- pretraining and Q ----------------------------------------------------
 

@@ -1,0 +1,165 @@
+"""Acting with a behaviour flow: re-decide at every state, or commit to one behaviour per episode?
+
+A CVL run with ``policy_extraction="flow_select"`` holds a behaviour flow (flow matching on all
+the data) and the critic's Q. Where a dataset's episodes each follow one behaviour from their
+first step, and the first states do not tell the behaviours apart, a policy that re-decides at
+every state can average or switch between behaviours. A flow maps each noise to one action; if a
+noise held for a whole episode keeps to one behaviour, the choice can be made once per episode.
+This script loads a run's checkpoint and evaluates it under five acting modes, all vectorised
+over the episodes (the environments run side by side, one policy call per step):
+
+- ``fresh``: a fresh noise at every step (the flow as a stochastic behaviour clone);
+- ``committed``: one noise per episode, drawn at its start and held;
+- ``select``: the best of K noises by Q at every step, the K held for the episode (``flow_select``'s
+  acting);
+- ``commit_q``: the best of the same K noises by Q at the episode's first step, then held;
+- ``recommit_q``: as ``commit_q``, chosen again every ``--recommit-every`` steps.
+
+Run:
+
+    ./pants run benchmarks/committed_noise.py -- --run runs/handle-pull/seed_0 --step 20000 \\
+        --out committed_noise.jsonl
+
+or with ``PYTHONPATH=packages/cvl-data:packages/cvl-models:packages/cvl-algos:packages/cvl-eval``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cvl_algos.cvl.acting import best_by_q
+from cvl_algos.registry import load_learner
+from cvl_eval.rollout.evaluate import evaluate_policy
+from cvl_models.flow import FlowPolicy, euler_integrate
+
+MODES = ("fresh", "committed", "select", "commit_q", "recommit_q")
+
+
+class FlowActor:
+    """One acting mode of `MODES` over a fixed batch of episodes (one row per environment).
+
+    The K candidate noises of each row are drawn at the first call and held; ``choice`` is the
+    candidate each row follows in the committing modes, ``switches`` counts how often a row's
+    choice changed at a re-choice.
+    """
+
+    def __init__(self, learner, mode: str, num_candidates: int, recommit_every: int, seed: int):
+        if mode not in MODES:
+            raise ValueError(f"--modes: expected some of {MODES}, got {mode!r}")
+        policy = learner.acting_policy
+        if not isinstance(policy, FlowPolicy):
+            raise ValueError(
+                "--run: the run's policy is not a flow (train it with a flow extraction)"
+            )
+        self.velocity, self.steps = policy.velocity, learner.config.flow_steps
+        self.q_fn = learner.acting_q_fn()
+        if self.q_fn is None and mode in ("select", "commit_q", "recommit_q"):
+            raise ValueError("--run: the checkpoint has no future states to score actions with")
+        self.mode, self.num_candidates, self.recommit_every = mode, num_candidates, recommit_every
+        self.action_dim = policy.action_dim
+        self.generator = torch.Generator().manual_seed(seed)
+        self.noise: torch.Tensor | None = None
+        self.choice: torch.Tensor | None = None
+        self.step, self.switches = 0, 0
+
+    def _randn(self, *shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.generator)
+
+    def _best(self, obs_t: torch.Tensor) -> torch.Tensor:
+        """Index (B,) of the candidate noise whose action has the highest Q."""
+        candidates = euler_integrate(self.velocity, obs_t, self.noise, self.steps)
+        return self.q_fn(obs_t, candidates).argmax(dim=0)
+
+    @torch.no_grad()
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        obs_t = torch.as_tensor(obs, dtype=torch.float32)
+        batch = obs_t.shape[0]
+        if self.noise is None:
+            self.noise = self._randn(self.num_candidates, batch, self.action_dim)
+        elif self.noise.shape[1] != batch:
+            raise RuntimeError("an episode ended early: rows no longer match their noises")
+        if self.mode == "fresh":
+            noise = self._randn(batch, self.action_dim)
+        elif self.mode == "committed":
+            noise = self.noise[0]
+        elif self.mode == "select":
+            candidates = euler_integrate(self.velocity, obs_t, self.noise, self.steps)
+            action = best_by_q(candidates, self.q_fn(obs_t, candidates))
+            self.step += 1
+            return action.numpy()
+        else:
+            rechoose = self.choice is None or (
+                self.mode == "recommit_q" and self.step % self.recommit_every == 0
+            )
+            if rechoose:
+                best = self._best(obs_t)
+                if self.choice is not None:
+                    self.switches += int((best != self.choice).sum())
+                self.choice = best
+            noise = self.noise[self.choice, torch.arange(batch)]
+        self.step += 1
+        return euler_integrate(self.velocity, obs_t, noise, self.steps).numpy()
+
+
+def evaluate_modes(args: argparse.Namespace) -> list[dict]:
+    """Every mode of ``args.modes`` on the checkpoint at ``args.step``: one record each."""
+    checkpoint = Path(args.run) / "checkpoints" / f"step_{args.step:010d}"
+    if not checkpoint.is_dir():
+        raise SystemExit(f"--run/--step: no checkpoint folder {checkpoint}")
+    learner = load_learner(checkpoint, restore_global_rng=False)
+    task = json.loads((Path(args.run) / "config.json").read_text())["task"]
+    records = []
+    for mode in args.modes:
+        start = time.perf_counter()
+        actor = FlowActor(learner, mode, args.candidates, args.recommit_every, args.seed)
+        result = evaluate_policy(
+            task, actor, args.episodes, seed=args.eval_seed, num_envs=args.episodes
+        )
+        records.append(
+            {
+                "run": str(args.run),
+                "step": args.step,
+                "mode": mode,
+                "success": result.success_rate,
+                "return": result.mean_return,
+                "episode_successes": [bool(s) for s in result.successes],
+                "switches_per_episode": actor.switches / args.episodes,
+                "time_s": round(time.perf_counter() - start, 1),
+            }
+        )
+        summary = {k: v for k, v in records[-1].items() if k != "episode_successes"}
+        print(json.dumps(summary), flush=True)
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", required=True, help="a cvl-train run folder of a flow policy")
+    parser.add_argument("--step", type=int, required=True, help="the checkpoint's update")
+    parser.add_argument("--out", required=True, help="where the records go (JSON lines)")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
+    parser.add_argument("--episodes", type=int, default=30)
+    parser.add_argument("--candidates", type=int, default=32, help="K noises per episode")
+    parser.add_argument("--recommit-every", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the noises")
+    parser.add_argument("--eval-seed", type=int, default=100, help="cvl-train's default")
+    args = parser.parse_args()
+    if args.episodes < 1 or args.candidates < 1 or args.recommit_every < 1:
+        parser.error("--episodes, --candidates and --recommit-every must be >= 1")
+    torch.set_num_threads(1)
+    records = evaluate_modes(args)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(out.suffix + ".partial")
+    partial.write_text("".join(json.dumps(r) + "\n" for r in records))
+    partial.replace(out)
+
+
+if __name__ == "__main__":
+    main()
