@@ -5,13 +5,14 @@ the data) and the critic's Q. Where a dataset's episodes each follow one behavio
 first step, and the first states do not tell the behaviours apart, a policy that re-decides at
 every state can average or switch between behaviours. A flow maps each noise to one action; if a
 noise held for a whole episode keeps to one behaviour, the choice can be made once per episode.
-This script loads a run's checkpoint and evaluates it under five acting modes, all vectorised
+This script loads a run's checkpoint and evaluates it under six acting modes, all vectorised
 over the episodes (the environments run side by side, one policy call per step):
 
 - ``fresh``: a fresh noise at every step (the flow as a stochastic behaviour clone);
 - ``committed``: one noise per episode, drawn at its start and held;
 - ``select``: the best of K noises by Q at every step, the K held for the episode (``flow_select``'s
   acting);
+- ``select_fresh``: the best of K fresh noises by Q at every step (SfBC's sampling);
 - ``commit_q``: the best of the same K noises by Q at the episode's first step, then held;
 - ``recommit_q``: as ``commit_q``, chosen again every ``--recommit-every`` steps.
 
@@ -38,7 +39,7 @@ from cvl_algos.registry import load_learner
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_models.flow import FlowPolicy, euler_integrate
 
-MODES = ("fresh", "committed", "select", "commit_q", "recommit_q")
+MODES = ("fresh", "committed", "select", "select_fresh", "commit_q", "recommit_q")
 
 
 class FlowActor:
@@ -59,7 +60,7 @@ class FlowActor:
             )
         self.velocity, self.steps = policy.velocity, learner.config.flow_steps
         self.q_fn = learner.acting_q_fn()
-        if self.q_fn is None and mode in ("select", "commit_q", "recommit_q"):
+        if self.q_fn is None and mode not in ("fresh", "committed"):
             raise ValueError("--run: the checkpoint has no future states to score actions with")
         self.mode, self.num_candidates, self.recommit_every = mode, num_candidates, recommit_every
         self.action_dim = policy.action_dim
@@ -88,8 +89,11 @@ class FlowActor:
             noise = self._randn(batch, self.action_dim)
         elif self.mode == "committed":
             noise = self.noise[0]
-        elif self.mode == "select":
-            candidates = euler_integrate(self.velocity, obs_t, self.noise, self.steps)
+        elif self.mode in ("select", "select_fresh"):
+            noise = self.noise
+            if self.mode == "select_fresh":
+                noise = self._randn(self.num_candidates, batch, self.action_dim)
+            candidates = euler_integrate(self.velocity, obs_t, noise, self.steps)
             action = best_by_q(candidates, self.q_fn(obs_t, candidates))
             self.step += 1
             return action.numpy()
@@ -109,7 +113,9 @@ class FlowActor:
 
 def evaluate_modes(args: argparse.Namespace) -> list[dict]:
     """Every mode of ``args.modes`` on the checkpoint at ``args.step``: one record each."""
-    checkpoint = Path(args.run) / "checkpoints" / f"step_{args.step:010d}"
+    checkpoint = Path(args.run) / "final"
+    if args.step != "final":
+        checkpoint = Path(args.run) / "checkpoints" / f"step_{int(args.step):010d}"
     if not checkpoint.is_dir():
         raise SystemExit(f"--run/--step: no checkpoint folder {checkpoint}")
     learner = load_learner(checkpoint, restore_global_rng=False)
@@ -126,6 +132,7 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
                 "run": str(args.run),
                 "step": args.step,
                 "mode": mode,
+                "candidates": args.candidates,
                 "success": result.success_rate,
                 "return": result.mean_return,
                 "episode_successes": [bool(s) for s in result.successes],
@@ -141,7 +148,7 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", required=True, help="a cvl-train run folder of a flow policy")
-    parser.add_argument("--step", type=int, required=True, help="the checkpoint's update")
+    parser.add_argument("--step", required=True, help="the checkpoint's update, or 'final'")
     parser.add_argument("--out", required=True, help="where the records go (JSON lines)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--episodes", type=int, default=30)
@@ -152,6 +159,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.episodes < 1 or args.candidates < 1 or args.recommit_every < 1:
         parser.error("--episodes, --candidates and --recommit-every must be >= 1")
+    if args.step != "final" and not args.step.isdigit():
+        parser.error(f"--step: expected an update count or 'final', got {args.step!r}")
     torch.set_num_threads(1)
     records = evaluate_modes(args)
     out = Path(args.out)
