@@ -5,7 +5,7 @@ the data) and the critic's Q. Where a dataset's episodes each follow one behavio
 first step, and the first states do not tell the behaviours apart, a policy that re-decides at
 every state can average or switch between behaviours. A flow maps each noise to one action; if a
 noise held for a whole episode keeps to one behaviour, the choice can be made once per episode.
-This script loads a run's checkpoint and evaluates it under six acting modes, all vectorised
+This script loads a run's checkpoint and evaluates it under these acting modes, all vectorised
 over the episodes (the environments run side by side, one policy call per step):
 
 - ``fresh``: a fresh noise at every step (the flow as a stochastic behaviour clone);
@@ -14,7 +14,12 @@ over the episodes (the environments run side by side, one policy call per step):
   acting);
 - ``select_fresh``: the best of K fresh noises by Q at every step (SfBC's sampling);
 - ``commit_q``: the best of the same K noises by Q at the episode's first step, then held;
-- ``recommit_q``: as ``commit_q``, chosen again every ``--recommit-every`` steps.
+- ``recommit_q``: as ``commit_q``, chosen again every ``--recommit-every`` steps;
+- ``onestep_zero`` / ``onestep_fresh``: the distilled one-step policy of a ``"flow"`` extraction
+  or of FQL, with the noise 0 (how the learners act) or a fresh noise at every step (how FQL's
+  reference code evaluates).
+
+A Q-free mode works on any flow learner (FQL too); the others need CVL's critic.
 
 Run:
 
@@ -39,7 +44,17 @@ from cvl_algos.registry import load_learner
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_models.flow import FlowPolicy, euler_integrate
 
-MODES = ("fresh", "committed", "select", "select_fresh", "commit_q", "recommit_q")
+MODES = (
+    "fresh",
+    "committed",
+    "select",
+    "select_fresh",
+    "commit_q",
+    "recommit_q",
+    "onestep_zero",
+    "onestep_fresh",
+)
+NEEDS_Q = ("select", "select_fresh", "commit_q", "recommit_q")
 
 
 class FlowActor:
@@ -59,8 +74,10 @@ class FlowActor:
                 "--run: the run's policy is not a flow (train it with a flow extraction)"
             )
         self.velocity, self.steps = policy.velocity, learner.config.flow_steps
-        self.q_fn = learner.acting_q_fn()
-        if self.q_fn is None and mode not in ("fresh", "committed"):
+        self.onestep = policy.onestep
+        acting_q_fn = getattr(learner, "acting_q_fn", None)
+        self.q_fn = None if acting_q_fn is None else acting_q_fn()
+        if self.q_fn is None and mode in NEEDS_Q:
             raise ValueError("--run: the checkpoint has no future states to score actions with")
         self.mode, self.num_candidates, self.recommit_every = mode, num_candidates, recommit_every
         self.action_dim = policy.action_dim
@@ -85,6 +102,12 @@ class FlowActor:
             self.noise = self._randn(self.num_candidates, batch, self.action_dim)
         elif self.noise.shape[1] != batch:
             raise RuntimeError("an episode ended early: rows no longer match their noises")
+        if self.mode.startswith("onestep"):
+            noise = self._randn(batch, self.action_dim)
+            if self.mode == "onestep_zero":
+                noise = torch.zeros_like(noise)
+            self.step += 1
+            return self.onestep(obs_t, noise).clamp(-1.0, 1.0).numpy()
         if self.mode == "fresh":
             noise = self._randn(batch, self.action_dim)
         elif self.mode == "committed":
