@@ -76,7 +76,7 @@ class FlowActor:
         self.velocity, self.steps = policy.velocity, learner.config.flow_steps
         self.onestep = policy.onestep
         acting_q_fn = getattr(learner, "acting_q_fn", None)
-        self.q_fn = None if acting_q_fn is None else acting_q_fn()
+        self.q_fn = acting_q_fn() if acting_q_fn is not None and mode in NEEDS_Q else None
         if self.q_fn is None and mode in NEEDS_Q:
             raise ValueError("--run: the checkpoint has no future states to score actions with")
         self.mode, self.num_candidates, self.recommit_every = mode, num_candidates, recommit_every

@@ -91,8 +91,7 @@ def test_learner_acts_by_q_and_a_loaded_copy_acts_identically(name: str, tmp_pat
         learner.update(make_batch(6, seed=seed))
     acted = learner.act(obs)
     assert acted.shape == (5, ACTION_DIM) and np.abs(acted).max() <= 1.0
-    psi_future, reward_future = learner.future_bank.valid() if name == "cvl_mc" else (None, None)
-    q_fn = learner._q_fn(None if psi_future is None else [psi_future], reward_future)
+    q_fn = learner.acting_q_fn()
     with torch.no_grad():
         q = q_fn(torch.as_tensor(obs), torch.as_tensor(np.stack([acted, mode])))
     assert (q[0] >= q[1]).all() and not np.array_equal(acted, mode)
@@ -103,3 +102,32 @@ def test_learner_acts_by_q_and_a_loaded_copy_acts_identically(name: str, tmp_pat
     state = learner._cpu_gen.get_state()
     learner.act(obs)
     assert torch.equal(learner._cpu_gen.get_state(), state)  # training RNG untouched
+
+
+@pytest.mark.parametrize(
+    "overrides, before, after",
+    [
+        ({"policy_extraction": "ddpgbc"}, False, False),  # no bank: the learner acts by its mode
+        ({"policy_extraction": "flow_select"}, False, True),  # a bank, empty before an update
+        ({"act_candidates": 4}, False, True),
+    ],
+)
+def test_acting_q_fn_exists_only_where_the_direct_estimator_keeps_futures(
+    overrides: dict, before: bool, after: bool
+) -> None:
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, batch_size=6, **overrides, **TINY)
+    assert (learner.acting_q_fn() is not None) == before
+    learner.update(make_batch(6))
+    q_fn = learner.acting_q_fn()
+    assert (q_fn is not None) == after
+    if q_fn is not None:
+        psi, reward = learner.future_bank.valid()
+        obs, actions = torch.randn(5, OBS_DIM), torch.rand(3, 5, ACTION_DIM) * 2 - 1
+        expected = learner._q_fn([psi], reward)(obs, actions)  # eq. 11 over the stored batch
+        with torch.no_grad():
+            torch.testing.assert_close(q_fn(obs, actions), expected)
+
+
+def test_acting_q_fn_of_the_random_feature_estimator_needs_no_bank() -> None:
+    learner = make_learner("cvl", (OBS_DIM,), ACTION_DIM, batch_size=6, **TINY)
+    assert learner.future_bank is None and learner.acting_q_fn() is not None

@@ -432,10 +432,13 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
 
     def acting_q_fn(self) -> QFn | None:
         """The Q that acting selects by: eq. 12 (RFF) or eq. 11 over the future bank's latents
-        and rewards, the latest labelled batch's; None before the first labelled update (the
-        direct estimator has no future states yet). Reads the bank's size: one host sync."""
-        if self.future_bank is None:
+        and rewards, the latest labelled batch's. None for the direct estimator when it keeps no
+        bank (the learner does not act by Q) or before the first labelled update (no future
+        states yet). Reads the bank's size: one host sync."""
+        if self.config.q_estimator == "rff":
             return self._q_fn(None, None)
+        if self.future_bank is None:
+            return None
         psi_future, reward_future = self.future_bank.valid()
         if psi_future.shape[0] == 0:
             return None
