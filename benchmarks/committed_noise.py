@@ -153,7 +153,7 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
         records.append(
             {
                 "run": str(args.run),
-                "step": args.step,
+                "step": int(learner.step),
                 "mode": mode,
                 "candidates": args.candidates,
                 "success": result.success_rate,
