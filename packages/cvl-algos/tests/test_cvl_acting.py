@@ -12,6 +12,8 @@ from test_cvl_losses import make_batch, make_nets, q_fns  # pants: no-infer-dep
 
 from cvl_algos import load_learner, make_learner
 from cvl_algos.cvl.acting import FutureBank, best_by_q, candidate_actions, select_action_by_q
+from cvl_models.flow import euler_integrate
+from cvl_models.noise import observation_seed
 
 SETTINGS = settings(max_examples=20, deadline=None)
 
@@ -131,3 +133,53 @@ def test_acting_q_fn_exists_only_where_the_direct_estimator_keeps_futures(
 def test_acting_q_fn_of_the_random_feature_estimator_needs_no_bank() -> None:
     learner = make_learner("cvl", (OBS_DIM,), ACTION_DIM, batch_size=6, **TINY)
     assert learner.future_bank is None and learner.acting_q_fn() is not None
+
+
+@pytest.mark.parametrize("noise", ["held", "fresh"])
+def test_flow_select_acts_as_a_naive_reference_with_held_or_fresh_noises(
+    noise: str, tmp_path
+) -> None:
+    """The best of K behaviour-flow samples by Q, the K noises drawn from the learner's seed
+    ("held": the same at every state) or from the observations' ("fresh")."""
+    k = 5
+    learner = make_learner(
+        "cvl_mc",
+        (OBS_DIM,),
+        ACTION_DIM,
+        batch_size=6,
+        policy_extraction="flow_select",
+        flow_select_samples=k,
+        flow_select_noise=noise,
+        **TINY,
+    )
+    for seed in range(2):
+        learner.update(make_batch(6, seed=seed))
+    rng = np.random.default_rng(1)
+    obs_a, obs_b = (rng.standard_normal((4, OBS_DIM)).astype(np.float32) for _ in range(2))
+    q_fn = learner.acting_q_fn()
+
+    def reference(obs: np.ndarray) -> np.ndarray:
+        obs_t = torch.as_tensor(obs)
+        seed = observation_seed(obs_t, learner.seed) if noise == "fresh" else learner.seed
+        noises = torch.randn(k, 4, ACTION_DIM, generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            candidates = euler_integrate(
+                learner.policy.velocity, obs_t, noises, learner.config.flow_steps
+            )
+            return best_by_q(candidates, q_fn(obs_t, candidates)).numpy(), noises
+
+    state = learner._cpu_gen.get_state()
+    for obs in (obs_a, obs_b):
+        np.testing.assert_allclose(learner.act(obs), reference(obs)[0], rtol=1e-6, atol=1e-6)
+    assert torch.equal(learner._cpu_gen.get_state(), state)  # training RNG untouched
+    same_noises = torch.equal(reference(obs_a)[1], reference(obs_b)[1])
+    assert same_noises == (noise == "held")
+    learner.save(tmp_path / "ckpt")
+    np.testing.assert_array_equal(load_learner(tmp_path / "ckpt").act(obs_a), learner.act(obs_a))
+
+
+def test_fresh_flow_noise_needs_flow_select() -> None:
+    with pytest.raises(ValueError, match="flow_select_noise"):
+        make_learner(
+            "cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", flow_select_noise="fresh"
+        )

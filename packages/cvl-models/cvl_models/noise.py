@@ -14,12 +14,13 @@ alone. A draw that bypasses these functions raises inside ``vmap`` (its default
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import torch
 
-__all__ = ["NoiseSource", "noise_source", "standard_normal", "uniform"]
+__all__ = ["NoiseSource", "noise_source", "observation_seed", "standard_normal", "uniform"]
 
 
 class NoiseSource(Protocol):
@@ -57,6 +58,18 @@ def uniform(
 ) -> torch.Tensor:
     """``torch.rand(shape)`` (uniform on [0, 1)), or the current noise source's draw."""
     return _draw("uniform", shape, dtype, device)
+
+
+def observation_seed(obs: torch.Tensor, salt: int) -> int:
+    """A seed in [0, 2^63) that is a pure function of ``salt`` and ``obs``'s shape, dtype and
+    values: acting noise drawn from it is new at every observation and the same for the same one,
+    so acting stays reproducible without a generator that carries state between calls. Reads
+    ``obs`` on the host (one sync)."""
+    data = obs.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{int(salt)}|{tuple(obs.shape)}|{obs.dtype}|".encode())
+    digest.update(data.numpy().tobytes())
+    return int.from_bytes(digest.digest(), "little") & ((1 << 63) - 1)
 
 
 def _draw(kind, shape, dtype, device) -> torch.Tensor:

@@ -1,8 +1,11 @@
 """`cvl_models.noise`: the global RNG's draws by default, a source's inside `noise_source`."""
 
 import torch
+from einops import rearrange
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cvl_models.noise import noise_source, standard_normal, uniform
+from cvl_models.noise import noise_source, observation_seed, standard_normal, uniform
 from cvl_models.policy import sample_tanh_gaussian
 
 
@@ -37,3 +40,30 @@ def test_source_serves_draws_and_is_restored_on_exit():
     want = torch.rand(2)
     torch.manual_seed(0)
     assert torch.equal(uniform((2,)), want)  # no source left behind
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    values=st.lists(st.floats(-1e3, 1e3, width=32), min_size=1, max_size=12),
+    salt=st.integers(0, 2**31),
+)
+def test_observation_seed_is_a_function_of_the_observation_and_the_salt(
+    values: list[float], salt: int
+) -> None:
+    obs = torch.tensor(values, dtype=torch.float32)
+    seed = observation_seed(obs, salt)
+    assert 0 <= seed < 2**63
+    assert observation_seed(obs.clone(), salt) == seed  # values, not identity
+    assert observation_seed(obs, salt + 1) != seed
+    changed = obs.clone()
+    changed[0] = changed[0] + 1.0 if abs(float(changed[0])) < 1e3 else 0.5
+    assert observation_seed(changed, salt) != seed
+    assert observation_seed(rearrange(obs, "n -> 1 n"), salt) != seed  # the shape counts
+    assert observation_seed(obs.double(), salt) != seed  # so does the dtype
+
+
+def test_observation_seed_reads_any_dtype_and_layout() -> None:
+    pixels = torch.arange(2 * 3 * 4, dtype=torch.uint8).reshape(2, 3, 4)
+    transposed = pixels.transpose(0, 2)  # not contiguous: read by value
+    assert observation_seed(transposed, 0) == observation_seed(transposed.contiguous(), 0)
+    assert observation_seed(pixels.bfloat16(), 0) != observation_seed(pixels.float(), 0)

@@ -89,6 +89,7 @@ from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
 from cvl_models.flow import FlowPolicy
+from cvl_models.noise import observation_seed
 from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name"]
@@ -418,10 +419,12 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             return super().policy_action(obs_t, deterministic)
         q_fn = self.acting_q_fn()
         # Deterministic acting stays deterministic: the candidates are drawn from a generator
-        # seeded afresh on each call, and the learner's own (training) RNG is left untouched.
+        # seeded afresh on each call (with the learner's seed, or for flow_select_noise="fresh"
+        # with the observations'), and the learner's own (training) RNG is left untouched.
         cuda = [self.device.index or 0] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
-            torch.manual_seed(self.seed)
+            fresh = cfg.policy_extraction == "flow_select" and cfg.flow_select_noise == "fresh"
+            torch.manual_seed(observation_seed(obs_t, self.seed) if fresh else self.seed)
             if cfg.policy_extraction == "flow_select":
                 return select_flow_action_by_q(
                     self.acting_policy, q_fn, obs_t, cfg.flow_select_samples, cfg.flow_steps
