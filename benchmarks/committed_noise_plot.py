@@ -49,30 +49,43 @@ def _label(mode: str, candidates: int) -> str:
     return f"{mode} (K {candidates})" if mode in ("select", "select_fresh") else mode
 
 
+def _group_name(run: str) -> str:
+    """A run path's folders above ``<task>/<seed>``: the learner or dataset group it belongs to."""
+    return "/".join(Path(run).parts[:-2])
+
+
 def group(records: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
-    """(checkpoint, acting label) -> {run: success}; a repeated (run, checkpoint, label) is an
-    error, not an average."""
+    """(checkpoint, "<group>: <acting label>") -> {run: success}, where a run's group is its path
+    above ``<task>/<seed>``; a repeated (run, checkpoint, label) is an error, not an average."""
     table: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in records:
-        key = (str(r["step"]), _label(r["mode"], r["candidates"]))
+        key = (str(r["step"]), f"{_group_name(r['run'])}: {_label(r['mode'], r['candidates'])}")
         if r["run"] in table[key]:
             raise SystemExit(f"--records: {r['run']} at {key} appears twice")
         table[key][r["run"]] = float(r["success"])
     order = {m: i for i, m in enumerate(MODE_ORDER)}
-    return dict(
-        sorted(table.items(), key=lambda kv: (kv[0][0], order[kv[0][1].split()[0]], kv[0][1]))
-    )
+
+    def sort_key(item):
+        (step, label), _ = item
+        group_name, _, acting = label.partition(": ")
+        return (step, group_name, order[acting.split()[0]], acting)
+
+    return dict(sorted(table.items(), key=sort_key))
 
 
 def markdown(table: dict[tuple[str, str], dict[str, float]]) -> str:
-    runs = sorted({run for values in table.values() for run in values})
-    names = [Path(run).name for run in runs]
+    """One row per (checkpoint, group, acting), one column per task and seed (blank where a
+    group has no such run), and the mean over the row's runs."""
+    columns = sorted(
+        {"/".join(Path(run).parts[-2:]) for values in table.values() for run in values}
+    )
     lines = [
-        "| checkpoint | acting | " + " | ".join(names) + " | mean |",
-        "| --- | --- | " + " | ".join("---" for _ in runs) + " | --- |",
+        "| checkpoint | runs: acting | " + " | ".join(columns) + " | mean |",
+        "| --- | --- | " + " | ".join("---" for _ in columns) + " | --- |",
     ]
     for (step, label), values in table.items():
-        cells = [f"{values[run]:.2f}" if run in values else "-" for run in runs]
+        by_column = {"/".join(Path(run).parts[-2:]): v for run, v in values.items()}
+        cells = [f"{by_column[c]:.2f}" if c in by_column else "" for c in columns]
         mean = sum(values.values()) / len(values)
         lines.append(f"| {step} | {label} | " + " | ".join(cells) + f" | **{mean:.2f}** |")
     return "\n".join(lines) + "\n"
@@ -87,7 +100,9 @@ def plot(
     """Bars of the mean success per acting mode, one panel per checkpoint; ``references`` maps
     a checkpoint to other methods' mean success there, drawn as labelled horizontal lines."""
     steps = sorted({step for step, _ in table})
-    fig, axes = plt.subplots(1, len(steps), figsize=(5.5 * len(steps), 4.2), squeeze=False)
+    most = max(sum(1 for s, _ in table if s == step) for step in steps)
+    width = max(5.5, 0.6 * most + 2.0)
+    fig, axes = plt.subplots(1, len(steps), figsize=(width * len(steps), 5.0), squeeze=False)
     for ax, step in zip(axes[0], steps, strict=True):
         rows = [(label, values) for (s, label), values in table.items() if s == step]
         for i, (_, values) in enumerate(rows):
