@@ -211,8 +211,8 @@ class CVLConfig:
     paper). Either way acting is reproducible and leaves the learner's RNG alone. Screen, 10k
     steps, 30 episodes per run (docs/results.md, "Acting noise of flow policies"): with 4 fresh
     samples, mean success 0.57 on handle-pull with four wrong behaviours (3 seeds; 32 held: 0.08),
-    stitched drawer-open 0.83 (seed 1), the drawer-open mixture 0.57 (2 seeds; the presets'
-    DDPG+BC reaches 0.93 there)."""
+    0.87 on stitched drawer-open (2 seeds; 32 held: 0.32; the presets' DDPG+BC: 0.70), 0.57 on
+    the drawer-open mixture (2 seeds; the presets' DDPG+BC: 1.00)."""
     awr_beta: float = 1.0
     """Inverse temperature of the AWR weights on standardised advantages (not in the paper)."""
     awr_max_weight: float = 100.0
