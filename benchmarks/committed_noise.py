@@ -41,6 +41,7 @@ import torch
 
 from cvl_algos.cvl.acting import best_by_q
 from cvl_algos.registry import load_learner
+from cvl_data.jsonio import write_text_atomic
 from cvl_eval.rollout.evaluate import evaluate_policy
 from cvl_models.flow import FlowPolicy, euler_integrate
 
@@ -186,11 +187,7 @@ def main() -> None:
         parser.error(f"--step: expected an update count or 'final', got {args.step!r}")
     torch.set_num_threads(1)
     records = evaluate_modes(args)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(out.suffix + ".partial")
-    partial.write_text("".join(json.dumps(r) + "\n" for r in records))
-    partial.replace(out)
+    write_text_atomic(args.out, "".join(json.dumps(r) + "\n" for r in records))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import matplotlib
 
+from cvl_data.jsonio import write_text_atomic
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -150,9 +152,7 @@ def main() -> None:
     text = markdown(table)
     print(text, end="")
     if args.table:
-        partial = Path(args.table + ".partial")
-        partial.write_text(text)
-        partial.replace(args.table)
+        write_text_atomic(args.table, text)
     if args.png:
         plot(table, Path(args.png), args.title, references)
 

@@ -22,7 +22,6 @@ import argparse
 import copy
 import json
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,6 +31,7 @@ from einops import rearrange
 from cvl_algos.common import frozen_call, polyak_update
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss
 from cvl_data import open_dataset
+from cvl_data.jsonio import write_text_atomic
 from cvl_data.source import step_episode_index
 from cvl_eval.analysis.critic_diagnostics import discounted_return_to_go
 from cvl_eval.envs.make import canonical_name
@@ -131,11 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     evals = run(args)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(out.suffix + ".partial")
-    partial.write_text("".join(json.dumps(e) + "\n" for e in evals))
-    partial.replace(out)
+    write_text_atomic(args.out, "".join(json.dumps(e) + "\n" for e in evals))
 
 
 if __name__ == "__main__":
