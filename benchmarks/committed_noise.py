@@ -90,49 +90,52 @@ class FlowActor:
     def _randn(self, *shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=self.generator)
 
-    def _best(self, obs_t: torch.Tensor) -> torch.Tensor:
-        """Index (B,) of the candidate noise whose action has the highest Q."""
-        candidates = euler_integrate(self.velocity, obs_t, self.noise, self.steps)
-        return self.q_fn(obs_t, candidates).argmax(dim=0)
+    def _scored(
+        self, obs_t: torch.Tensor, noise: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The (K, B, A) behaviour-flow actions of ``noise`` and their (K, B) Q."""
+        candidates = euler_integrate(self.velocity, obs_t, noise, self.steps)
+        return candidates, self.q_fn(obs_t, candidates)
+
+    def _action(self, obs_t: torch.Tensor) -> torch.Tensor:
+        """This step's (B, A) actions under ``self.mode``."""
+        batch = obs_t.shape[0]
+        if self.mode == "onestep_zero":
+            return self.onestep(obs_t, torch.zeros(batch, self.action_dim)).clamp(-1.0, 1.0)
+        if self.mode == "onestep_fresh":
+            return self.onestep(obs_t, self._randn(batch, self.action_dim)).clamp(-1.0, 1.0)
+        if self.mode in ("select", "select_fresh"):
+            noise = self.noise
+            if self.mode == "select_fresh":
+                noise = self._randn(self.num_candidates, batch, self.action_dim)
+            return best_by_q(*self._scored(obs_t, noise))
+        if self.mode == "fresh":
+            noise = self._randn(batch, self.action_dim)
+        elif self.mode == "committed":
+            noise = self.noise[0]
+        else:  # commit_q, recommit_q
+            rechoose = self.choice is None or (
+                self.mode == "recommit_q" and self.step % self.recommit_every == 0
+            )
+            if rechoose:
+                best = self._scored(obs_t, self.noise)[1].argmax(dim=0)
+                if self.choice is not None:
+                    self.switches += int((best != self.choice).sum())
+                self.choice = best
+            noise = self.noise[self.choice, torch.arange(batch)]
+        return euler_integrate(self.velocity, obs_t, noise, self.steps)
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         obs_t = torch.as_tensor(obs, dtype=torch.float32)
         batch = obs_t.shape[0]
-        if self.noise is None:
+        if self.noise is None:  # drawn first in every mode, so each mode's stream is fixed
             self.noise = self._randn(self.num_candidates, batch, self.action_dim)
         elif self.noise.shape[1] != batch:
             raise RuntimeError("an episode ended early: rows no longer match their noises")
-        if self.mode.startswith("onestep"):
-            noise = self._randn(batch, self.action_dim)
-            if self.mode == "onestep_zero":
-                noise = torch.zeros_like(noise)
-            self.step += 1
-            return self.onestep(obs_t, noise).clamp(-1.0, 1.0).numpy()
-        if self.mode == "fresh":
-            noise = self._randn(batch, self.action_dim)
-        elif self.mode == "committed":
-            noise = self.noise[0]
-        elif self.mode in ("select", "select_fresh"):
-            noise = self.noise
-            if self.mode == "select_fresh":
-                noise = self._randn(self.num_candidates, batch, self.action_dim)
-            candidates = euler_integrate(self.velocity, obs_t, noise, self.steps)
-            action = best_by_q(candidates, self.q_fn(obs_t, candidates))
-            self.step += 1
-            return action.numpy()
-        else:
-            rechoose = self.choice is None or (
-                self.mode == "recommit_q" and self.step % self.recommit_every == 0
-            )
-            if rechoose:
-                best = self._best(obs_t)
-                if self.choice is not None:
-                    self.switches += int((best != self.choice).sum())
-                self.choice = best
-            noise = self.noise[self.choice, torch.arange(batch)]
+        action = self._action(obs_t)
         self.step += 1
-        return euler_integrate(self.velocity, obs_t, noise, self.steps).numpy()
+        return action.numpy()
 
 
 def evaluate_modes(args: argparse.Namespace) -> list[dict]:

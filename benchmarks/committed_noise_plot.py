@@ -70,7 +70,7 @@ def group(records: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
     def sort_key(item):
         (step, label), _ = item
         group_name, _, acting = label.partition(": ")
-        return (step, group_name, order[acting.split()[0]], acting)
+        return (int(step), group_name, order[acting.split()[0]], acting)
 
     return dict(sorted(table.items(), key=sort_key))
 
@@ -101,7 +101,7 @@ def plot(
 ) -> None:
     """Bars of the mean success per acting mode, one panel per checkpoint; ``references`` maps
     a checkpoint to other methods' mean success there, drawn as labelled horizontal lines."""
-    steps = sorted({step for step, _ in table})
+    steps = sorted({step for step, _ in table}, key=int)
     most = max(sum(1 for s, _ in table if s == step) for step in steps)
     width = max(5.5, 0.6 * most + 2.0)
     fig, axes = plt.subplots(1, len(steps), figsize=(width * len(steps), 5.0), squeeze=False)

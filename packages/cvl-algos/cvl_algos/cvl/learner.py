@@ -423,7 +423,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         # with the observations'), and the learner's own (training) RNG is left untouched.
         cuda = [self.device.index or 0] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=cuda):
-            fresh = cfg.policy_extraction == "flow_select" and cfg.flow_select_noise == "fresh"
+            fresh = cfg.flow_select_noise == "fresh"  # the config allows it with flow_select only
             torch.manual_seed(observation_seed(obs_t, self.seed) if fresh else self.seed)
             if cfg.policy_extraction == "flow_select":
                 return select_flow_action_by_q(
