@@ -20,6 +20,9 @@ over the episodes (the environments run side by side, one policy call per step):
   reference code evaluates).
 
 A Q-free mode works on any flow learner (FQL too); the others need CVL's critic.
+``--noise-scale`` multiplies every noise drawn (1: the flow's own distribution; below 1 the
+samples shrink toward the flow's modes, as a sampling temperature; 0 with ``fresh`` integrates
+from the zero noise, the behaviour flow's deterministic action).
 
 Run:
 
@@ -66,7 +69,15 @@ class FlowActor:
     choice changed at a re-choice.
     """
 
-    def __init__(self, learner, mode: str, num_candidates: int, recommit_every: int, seed: int):
+    def __init__(
+        self,
+        learner,
+        mode: str,
+        num_candidates: int,
+        recommit_every: int,
+        seed: int,
+        noise_scale: float = 1.0,
+    ):
         if mode not in MODES:
             raise ValueError(f"--modes: expected some of {MODES}, got {mode!r}")
         policy = learner.acting_policy
@@ -83,12 +94,13 @@ class FlowActor:
         self.mode, self.num_candidates, self.recommit_every = mode, num_candidates, recommit_every
         self.action_dim = policy.action_dim
         self.generator = torch.Generator().manual_seed(seed)
+        self.noise_scale = noise_scale
         self.noise: torch.Tensor | None = None
         self.choice: torch.Tensor | None = None
         self.step, self.switches = 0, 0
 
     def _randn(self, *shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=self.generator)
+        return self.noise_scale * torch.randn(*shape, generator=self.generator)
 
     def _scored(
         self, obs_t: torch.Tensor, noise: torch.Tensor
@@ -150,7 +162,9 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
     records = []
     for mode in args.modes:
         start = time.perf_counter()
-        actor = FlowActor(learner, mode, args.candidates, args.recommit_every, args.seed)
+        actor = FlowActor(
+            learner, mode, args.candidates, args.recommit_every, args.seed, args.noise_scale
+        )
         result = evaluate_policy(
             task, actor, args.episodes, seed=args.eval_seed, num_envs=args.episodes
         )
@@ -160,6 +174,7 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
                 "step": int(learner.step),
                 "mode": mode,
                 "candidates": args.candidates,
+                "noise_scale": args.noise_scale,
                 "success": result.success_rate,
                 "return": result.mean_return,
                 "episode_successes": [bool(s) for s in result.successes],
@@ -181,11 +196,14 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--candidates", type=int, default=32, help="K noises per episode")
     parser.add_argument("--recommit-every", type=int, default=25)
+    parser.add_argument("--noise-scale", type=float, default=1.0, help="multiplies every noise")
     parser.add_argument("--seed", type=int, default=0, help="seed of the noises")
     parser.add_argument("--eval-seed", type=int, default=100, help="cvl-train's default")
     args = parser.parse_args()
     if args.episodes < 1 or args.candidates < 1 or args.recommit_every < 1:
         parser.error("--episodes, --candidates and --recommit-every must be >= 1")
+    if not 0.0 <= args.noise_scale <= 10.0:
+        parser.error(f"--noise-scale: expected a number in [0, 10], got {args.noise_scale}")
     if args.step != "final" and not args.step.isdigit():
         parser.error(f"--step: expected an update count or 'final', got {args.step!r}")
     torch.set_num_threads(1)

@@ -47,8 +47,11 @@ def read_records(paths: list[str]) -> list[dict]:
     return records
 
 
-def _label(mode: str, candidates: int) -> str:
-    return f"{mode} (K {candidates})" if mode in ("select", "select_fresh") else mode
+def _label(mode: str, candidates: int, noise_scale: float = 1.0) -> str:
+    """The acting mode, its K where it selects, and a noise scale other than 1 (records written
+    before ``--noise-scale`` existed have none: scale 1)."""
+    label = f"{mode} (K {candidates})" if mode in ("select", "select_fresh") else mode
+    return label if noise_scale == 1.0 else f"{label} (scale {noise_scale:g})"
 
 
 def _group_name(run: str) -> str:
@@ -61,7 +64,10 @@ def group(records: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
     above ``<task>/<seed>``; a repeated (run, checkpoint, label) is an error, not an average."""
     table: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for r in records:
-        key = (str(r["step"]), f"{_group_name(r['run'])}: {_label(r['mode'], r['candidates'])}")
+        key = (
+            str(r["step"]),
+            f"{_group_name(r['run'])}: {_label(r['mode'], r['candidates'], r.get('noise_scale', 1.0))}",
+        )
         if r["run"] in table[key]:
             raise SystemExit(f"--records: {r['run']} at {key} appears twice")
         table[key][r["run"]] = float(r["success"])
