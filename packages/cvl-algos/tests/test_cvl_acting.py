@@ -135,12 +135,14 @@ def test_acting_q_fn_of_the_random_feature_estimator_needs_no_bank() -> None:
     assert learner.future_bank is None and learner.acting_q_fn() is not None
 
 
-@pytest.mark.parametrize("noise", ["held", "fresh"])
+@pytest.mark.parametrize(
+    ("noise", "scale"), [("held", 1.0), ("fresh", 1.0), ("fresh", 0.5), ("held", 0.0)]
+)
 def test_flow_select_acts_as_a_naive_reference_with_held_or_fresh_noises(
-    noise: str, tmp_path
+    noise: str, scale: float, tmp_path
 ) -> None:
     """The best of K behaviour-flow samples by Q, the K noises drawn from the learner's seed
-    ("held": the same at every state) or from the observations' ("fresh")."""
+    ("held": the same at every state) or from the observations' ("fresh"), times the scale."""
     k = 5
     learner = make_learner(
         "cvl_mc",
@@ -150,6 +152,7 @@ def test_flow_select_acts_as_a_naive_reference_with_held_or_fresh_noises(
         policy_extraction="flow_select",
         flow_select_samples=k,
         flow_select_noise=noise,
+        flow_select_noise_scale=scale,
         **TINY,
     )
     for seed in range(2):
@@ -162,6 +165,7 @@ def test_flow_select_acts_as_a_naive_reference_with_held_or_fresh_noises(
         obs_t = torch.as_tensor(obs)
         seed = observation_seed(obs_t, learner.seed) if noise == "fresh" else learner.seed
         noises = torch.randn(k, 4, ACTION_DIM, generator=torch.Generator().manual_seed(seed))
+        noises = noises * scale
         with torch.no_grad():
             candidates = euler_integrate(
                 learner.policy.velocity, obs_t, noises, learner.config.flow_steps
@@ -173,7 +177,14 @@ def test_flow_select_acts_as_a_naive_reference_with_held_or_fresh_noises(
         np.testing.assert_allclose(learner.act(obs), reference(obs)[0], rtol=1e-6, atol=1e-6)
     assert torch.equal(learner._cpu_gen.get_state(), state)  # training RNG untouched
     same_noises = torch.equal(reference(obs_a)[1], reference(obs_b)[1])
-    assert same_noises == (noise == "held")
+    assert same_noises == (noise == "held" or scale == 0.0)
+    if scale == 0.0:  # every candidate is the flow's deterministic action
+        with torch.no_grad():
+            zero = torch.zeros(4, ACTION_DIM)
+            deterministic = euler_integrate(
+                learner.policy.velocity, torch.as_tensor(obs_a), zero, learner.config.flow_steps
+            )
+        np.testing.assert_allclose(learner.act(obs_a), deterministic.numpy(), atol=1e-6)
     learner.save(tmp_path / "ckpt")
     np.testing.assert_array_equal(load_learner(tmp_path / "ckpt").act(obs_a), learner.act(obs_a))
 
@@ -183,3 +194,16 @@ def test_fresh_flow_noise_needs_flow_select() -> None:
         make_learner(
             "cvl_mc", (OBS_DIM,), ACTION_DIM, policy_extraction="flow", flow_select_noise="fresh"
         )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"policy_extraction": "flow", "flow_select_noise_scale": 0.5},
+        {"policy_extraction": "flow_select", "flow_select_noise_scale": -0.1},
+        {"policy_extraction": "flow_select", "flow_select_noise_scale": float("nan")},
+    ],
+)
+def test_flow_noise_scale_is_checked(settings: dict) -> None:
+    with pytest.raises(ValueError, match="flow_select_noise_scale"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **settings)

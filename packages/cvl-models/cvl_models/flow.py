@@ -110,8 +110,8 @@ class FlowPolicy(nn.Module):
 
     ``deterministic(obs)`` is ``clip(mu(s, 0))``; ``sample(obs[, N])`` draws ``z ~ N(0, I)``
     (through `cvl_models.noise`) and returns ``(clip(mu(s, z)), None)``: the one-step policy has
-    no tractable density. ``behaviour_samples(obs, N, steps)`` integrates the flow for ``N``
-    noises per state: ``(N, *batch, A)``.
+    no tractable density. ``behaviour_samples(obs, N, steps[, noise_scale])`` integrates the flow
+    for ``N`` noises per state: ``(N, *batch, A)``.
     """
 
     def __init__(
@@ -151,6 +151,11 @@ class FlowPolicy(nn.Module):
         noise = self._noise(obs, num_samples)
         return self.onestep(obs, noise).clamp(-1.0, 1.0), None
 
-    def behaviour_samples(self, obs: torch.Tensor, num_samples: int, steps: int) -> torch.Tensor:
-        """``N`` actions of the behaviour flow per state: ``(N, *batch, A)``."""
-        return euler_integrate(self.velocity, obs, self._noise(obs, num_samples), steps)
+    def behaviour_samples(
+        self, obs: torch.Tensor, num_samples: int, steps: int, noise_scale: float = 1.0
+    ) -> torch.Tensor:
+        """``N`` actions of the behaviour flow per state: ``(N, *batch, A)``, integrated from
+        ``noise_scale * z``, ``z ~ N(0, I)`` (1: the flow's own distribution; below 1 a sampling
+        temperature that draws the samples toward the flow's modes)."""
+        noise = noise_scale * self._noise(obs, num_samples)
+        return euler_integrate(self.velocity, obs, noise, steps)

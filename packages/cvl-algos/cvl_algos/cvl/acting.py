@@ -51,12 +51,18 @@ def select_action_by_q(policy: nn.Module, q_fn: QFn, obs_t: Tensor, num_samples:
 
 @torch.no_grad()
 def select_flow_action_by_q(
-    policy: nn.Module, q_fn: QFn | None, obs_t: Tensor, num_samples: int, steps: int
+    policy: nn.Module,
+    q_fn: QFn | None,
+    obs_t: Tensor,
+    num_samples: int,
+    steps: int,
+    noise_scale: float = 1.0,
 ) -> Tensor:
     """Acting by argmax over ``num_samples`` samples of a `cvl_models.flow.FlowPolicy`'s
-    behaviour flow (SfBC's selection; ``policy_extraction="flow_select"``): (B, A). Without a
-    ``q_fn`` (no labelled data seen yet), the first sample."""
-    candidates = policy.behaviour_samples(obs_t, num_samples, steps)
+    behaviour flow from ``noise_scale * N(0, I)`` (SfBC's selection;
+    ``policy_extraction="flow_select"``): (B, A). Without a ``q_fn`` (no labelled data seen
+    yet), the first sample."""
+    candidates = policy.behaviour_samples(obs_t, num_samples, steps, noise_scale)
     if q_fn is None:
         return candidates[0]
     return best_by_q(candidates, q_fn(obs_t, candidates))

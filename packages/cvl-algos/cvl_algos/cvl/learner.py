@@ -427,7 +427,12 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             torch.manual_seed(observation_seed(obs_t, self.seed) if fresh else self.seed)
             if cfg.policy_extraction == "flow_select":
                 return select_flow_action_by_q(
-                    self.acting_policy, q_fn, obs_t, cfg.flow_select_samples, cfg.flow_steps
+                    self.acting_policy,
+                    q_fn,
+                    obs_t,
+                    cfg.flow_select_samples,
+                    cfg.flow_steps,
+                    cfg.flow_select_noise_scale,
                 )
             if q_fn is None:
                 return super().policy_action(obs_t, deterministic)
