@@ -293,3 +293,42 @@ def test_top_episode_flags_from_the_config(tmp_path) -> None:
     assert all(np.isfinite(v) for v in learner.update(batch).values())
     plain = make_learner("cvl_mc", (5,), 2, **top, **TINY)
     assert plain.make_sampler(dataset, "cpu", seed=0).sample().behaviour_weight is None
+
+
+@pytest.mark.parametrize("algo", ESTIMATORS)
+def test_critic_updates_freezes_the_critic_and_trains_the_policy(algo: str) -> None:
+    """With ``critic_updates=2`` the critic and psi_target move in the first 2 updates and not
+    after, while the policy keeps training; a negative count and TD InfoNCE are refused."""
+    learner = make_learner(
+        algo, (OBS_DIM,), ACTION_DIM, seed=0, **TINY, critic_updates=2, policy_extraction="ddpgbc"
+    )
+
+    def snapshot() -> dict[str, torch.Tensor]:
+        modules = {"critic": learner.critic, "psi": learner.psi_target, "pi": learner.policy}
+        return {
+            f"{k}.{n}": p.detach().clone()
+            for k, m in modules.items()
+            for n, p in m.named_parameters()
+        }
+
+    def moved(before, after, prefix: str) -> bool:
+        return any(not torch.equal(before[k], after[k]) for k in before if k.startswith(prefix))
+
+    batches = Batches(rewards=True)
+    states = [snapshot()]
+    for _ in range(4):
+        metrics = learner.update(batches.sample())
+        states.append(snapshot())
+        assert ("critic_loss" in metrics) == (learner.step <= 2)
+    for k in (1, 2):
+        assert moved(states[k - 1], states[k], "critic.") and moved(
+            states[k - 1], states[k], "psi."
+        )
+    for k in (3, 4):
+        assert not moved(states[k - 1], states[k], "critic.")
+        assert not moved(states[k - 1], states[k], "psi.")
+        assert moved(states[k - 1], states[k], "pi.")
+    with pytest.raises(ValueError, match="critic_updates"):
+        CVLConfig(critic_updates=-1)
+    with pytest.raises(ValueError, match="critic_updates"):
+        CVLMCConfig(critic_updates=5, critic_objective="td_infonce")

@@ -103,6 +103,10 @@ class CVLConfig:
     occupancy rather than from an untrained critic (not in the paper)."""
     psi_target_tau: float = 0.005
     """Polyak rate of psi_target <- (1 - tau) psi_target + tau psi (not in the paper)."""
+    critic_updates: int = 0
+    """The critic (eq. 10) and its targets train for the first this many updates only; later
+    updates train the policy (and its average) against the frozen critic: early stopping of
+    the critic. 0: every update, the paper's (not in the paper)."""
 
     # Q estimation (eq. 11-12).
     q_estimator: Literal["rff", "mc"] = "rff"
@@ -336,6 +340,14 @@ class CVLConfig:
             raise ValueError(
                 f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
                 f"got {self.action_contrast_negatives}"
+            )
+        if self.critic_updates < 0 or (
+            self.critic_updates and self.critic_objective == "td_infonce"
+        ):
+            raise ValueError(
+                f"critic_updates must be >= 0 (0: every update), and 0 with "
+                f"critic_objective='td_infonce', got {self.critic_updates} with "
+                f"{self.critic_objective!r}"
             )
         if self.td_warmup_steps < 0 or (
             self.td_warmup_steps and self.critic_objective != "td_infonce"

@@ -269,8 +269,10 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     def critic_stages(self) -> tuple[Stage, ...]:
         """Critic gradient step (eq. 10, or TD InfoNCE) followed by the polyak updates of
         psi_target (and of phi_target, TD InfoNCE's); with ``num_critics`` > 1 the same for
-        each other critic, on the same batch."""
+        each other critic, on the same batch; none from update ``critic_updates`` on."""
         cfg: CVLConfig = self.config
+        if cfg.critic_updates and self.step >= cfg.critic_updates:
+            return ()  # the critic is frozen (early stopping)
         key = "critic_td" if self._bootstraps() else "critic"
         stages: tuple[Stage, ...] = ()
         for index in range(len(self.critics)):
