@@ -29,9 +29,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def checkpoint_step(checkpoint: str) -> int:
-    """The update count a checkpoint folder holds (its ``state.json``'s ``state.step``)."""
-    path = Path(checkpoint) / "state.json"
+def checkpoint_step(result: dict) -> int:
+    """The update count of a record's checkpoint: its ``step``, or for records written before
+    `critic_diagnostics` kept it, the checkpoint folder's ``state.json`` (``state.step``)."""
+    if "step" in result:
+        return int(result["step"])
+    path = Path(result["checkpoint"]) / "state.json"
     try:
         return int(json.loads(path.read_text())["state"]["step"])
     except (OSError, KeyError, ValueError) as error:
@@ -71,7 +74,7 @@ def read(labelled: list[str]) -> dict[str, dict[str, dict[int, dict[str, float]]
                 if checkpoint.parent.name == "checkpoints"
                 else checkpoint.parent
             )
-            out[label][str(run)][checkpoint_step(str(checkpoint))] = summarise(result)
+            out[label][str(run)][checkpoint_step(result)] = summarise(result)
     return out
 
 

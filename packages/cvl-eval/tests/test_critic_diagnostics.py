@@ -167,6 +167,7 @@ def test_diagnose_a_tiny_cvl_run(mixture, tmp_path, name):
     )
     json.dumps(result, allow_nan=False)  # JSON-able as it stands
     assert result["algorithm"] == name and result["checkpoint"].endswith("final")
+    assert result["step"] == 3  # the checkpoint's update count
     assert ("random features" if name == "cvl" else "Monte-Carlo") in result["q"]
     rtg = result["return_to_go"]
     assert rtg["transitions"] == 100 and -1.0 <= rtg["spearman"] <= 1.0

@@ -397,6 +397,7 @@ def diagnose(
     gamma = float(getattr(getattr(learner, "config", None), "discount", 0.99))
     result = {
         "checkpoint": str(checkpoint),
+        "step": int(learner.step),
         "algorithm": getattr(learner, "name", type(learner).__name__),
         "q": q_description(learner),
         "dataset": str(dataset.path),
