@@ -18,6 +18,7 @@ from pathlib import Path
 import matplotlib
 
 from cvl_data.jsonio import write_text_atomic
+from cvl_eval.analysis.figures import save_figure
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -126,10 +127,7 @@ def plot(
         ax.set_ylabel("success (30 episodes per run)")
         ax.set_title(f"{title}, checkpoint {step}")
     fig.tight_layout()
-    partial = path.with_name(path.stem + ".partial" + path.suffix)
-    fig.savefig(partial, dpi=110)
-    plt.close(fig)
-    partial.replace(path)
+    save_figure(fig, path, dpi=110, tight=False)
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 import matplotlib
 
 from cvl_data.jsonio import write_text_atomic
+from cvl_eval.analysis.figures import save_figure
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -124,10 +125,7 @@ def plot(data, path: Path, title: str, relative: bool) -> None:
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
+    save_figure(fig, path, dpi=110, tight=False)
 
 
 def main() -> None:

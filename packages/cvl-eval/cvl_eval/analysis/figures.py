@@ -41,11 +41,18 @@ def steps_label(value: float, _position: int = 0) -> str:
 
 
 def save_figure(fig, path: str | Path, dpi: int = DPI, tight: bool = True) -> Path:
-    """Save ``fig`` (parent folders created) and close it."""
+    """Save ``fig`` (parent folders created) and close it; the file is written under a
+    temporary name with the same suffix (matplotlib's format) and renamed into place, so a
+    reader never sees half an image."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight" if tight else None)
-    plt.close(fig)
+    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
+    try:
+        fig.savefig(partial, dpi=dpi, bbox_inches="tight" if tight else None)
+        partial.replace(path)
+    finally:
+        plt.close(fig)
+        partial.unlink(missing_ok=True)
     return path
