@@ -31,15 +31,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def checkpoint_step(result: dict) -> int:
-    """The update count of a record's checkpoint: its ``step``, or for records written before
-    `critic_diagnostics` kept it, the checkpoint folder's ``state.json`` (``state.step``)."""
-    if "step" in result:
-        return int(result["step"])
-    path = Path(result["checkpoint"]) / "state.json"
-    try:
-        return int(json.loads(path.read_text())["state"]["step"])
-    except (OSError, KeyError, ValueError) as error:
-        raise SystemExit(f"{path}: no readable state.step ({error})") from error
+    """The update count of a record's checkpoint (``step``, which `critic_diagnostics` writes)."""
+    if "step" not in result:
+        raise SystemExit(
+            f"{result['checkpoint']}: the record has no 'step'; re-run critic_diagnostics.py"
+        )
+    return int(result["step"])
 
 
 def summarise(result: dict) -> dict[str, float]:
@@ -80,6 +77,7 @@ def read(labelled: list[str]) -> dict[str, dict[str, dict[int, dict[str, float]]
 
 
 def markdown(data, relative: bool) -> str:
+    """One table row per (record, run, checkpoint)."""
     margin = "relative margin" if relative else "margin (Q units)"
     lines = [
         f"| record | run | step | Spearman(Q, return-to-go) | {margin} | P(expert better) |",
