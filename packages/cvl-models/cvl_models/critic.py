@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from einops import repeat
+from einops import rearrange, repeat
 from torch import nn
 
 from cvl_models._checks import check_same_batch, check_trailing
@@ -148,6 +148,9 @@ class ContrastiveCritic(nn.Module):
             ``MIN_TEMPERATURE`` (a 0-d tensor). Not in the paper.
         torso: MLP of both networks: ``"densenet"`` (the paper's, default) or ``"mlp"``
             (plain Linear+ReLU, `cvl_models.mlp.make_mlp`).
+        action_bias: add ``bias_net``, a scalar ``b(s, a)`` on phi's encoder output (an MLP of
+            ``hidden`` widths), for losses whose candidates differ in the action at a shared
+            state and future (`action_bias`). ``f`` itself never includes it. Not in the paper.
 
     Submodules ``phi_net`` (:class:`StateActionEmbedding`) and ``psi_net``
     (:class:`StateEmbedding`) have separate encoders. Parameters (defaults): 214_272 for
@@ -165,6 +168,7 @@ class ContrastiveCritic(nn.Module):
         temperature: float = 1.0,
         torso: Torso = "densenet",
         learn_temperature: bool = False,
+        action_bias: bool = False,
     ) -> None:
         super().__init__()
         if latent_dim < 1 or action_dim < 1:
@@ -190,6 +194,12 @@ class ContrastiveCritic(nn.Module):
         self.psi_net = StateEmbedding(
             self.obs_shape, self.latent_dim, hidden, self.normalize, torso
         )
+        # drawn after phi and psi, so a critic without it initialises as it always did
+        self.bias_net: nn.Module | None = None
+        if action_bias:
+            self.bias_net = make_mlp(
+                self.phi_net.encoder.out_dim + self.action_dim, 1, hidden, torso
+            )
 
     @property
     def temperature(self) -> float | torch.Tensor:
@@ -212,6 +222,26 @@ class ContrastiveCritic(nn.Module):
         """``phi`` of ``K`` actions at each state: (B, ...), (K, B, A) -> (K, B, latent_dim),
         encoding each state once (`StateActionEmbedding.of_actions`)."""
         return self.phi_net.of_actions(obs, actions)
+
+    def action_bias(self, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``b(s_b, a_kb)`` for ``K`` actions at each of ``B`` states: (B, ...), (K, B, A) ->
+        (K, B); the state is encoded once by phi's encoder (for pixels one more IMPALA pass).
+
+        A scalar per (state, action): InfoNCE over futures (eq. 9) cancels any such term, so it
+        only matters to a loss that compares actions at a shared state and future
+        (`cvl_algos.cvl.losses.action_contrastive_loss`), where it can hold ``log p(a | s) /
+        p(a)`` and leave ``phi . psi`` eq. 9's solution."""
+        if self.bias_net is None:
+            raise ValueError("action_bias: this critic was built without action_bias=True")
+        obs_batch = check_trailing(obs, self.obs_shape, "bias obs")
+        if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
+            raise ValueError(
+                f"bias actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
+                f"got {tuple(actions.shape)}"
+            )
+        encoded = repeat(self.phi_net.encoder(obs), "b e -> k b e", k=actions.shape[0])
+        out = self.bias_net(torch.cat([encoded, actions.to(encoded.dtype)], dim=-1))
+        return rearrange(out, "k b 1 -> k b")
 
     def psi(self, obs: torch.Tensor) -> torch.Tensor:
         """Future-state embedding ``(B, latent_dim)`` (any batch shape ``B``)."""
@@ -246,5 +276,6 @@ class ContrastiveCritic(nn.Module):
         return (
             f"obs_shape={self.obs_shape}, action_dim={self.action_dim}, "
             f"latent_dim={self.latent_dim}, normalize={self.normalize}, "
-            f"temperature={self._fixed_temperature}, learn_temperature={self.learn_temperature}"
+            f"temperature={self._fixed_temperature}, learn_temperature={self.learn_temperature}, "
+            f"action_bias={self.bias_net is not None}"
         )

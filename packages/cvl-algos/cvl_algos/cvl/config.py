@@ -90,6 +90,12 @@ class CVLConfig:
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
     """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
+    action_contrast_bias: bool = False
+    """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
+    so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
+    the critic a scalar head ``b(s, a)`` (`cvl_models.ContrastiveCritic.action_bias`) added to
+    the term's logits only, which can hold that density and leave ``phi . psi`` eq. 9's
+    solution (not in the paper)."""
     num_critics: int = 1
     """Independent contrastive critics, each with its own ``psi_target`` and optimiser, trained
     by the same loss on the same batch; the policy maximises the minimum of their eq. 11
@@ -425,6 +431,15 @@ class CVLConfig:
         if self.bc_q_cap and self.policy_extraction != "ddpgbc":
             raise ValueError(
                 f"bc_q_cap=True takes policy_extraction='ddpgbc', got {self.policy_extraction!r}"
+            )
+        if self.action_contrast_bias and not (
+            self.action_contrast_weight > 0.0 and not self.bc_density_weight
+        ):
+            raise ValueError(
+                f"action_contrast_bias=True needs action_contrast_weight > 0 (only that term "
+                f"uses the head) and bc_density_weight 0 (the head then holds the density the "
+                f"critic's logits would), got action_contrast_weight "
+                f"{self.action_contrast_weight!r}, bc_density_weight {self.bc_density_weight!r}"
             )
         if self.bc_density_weight and not (
             self.bc_density_weight > 0.0

@@ -197,6 +197,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             temperature=cfg.temperature,
             torso=cfg.torso,
             learn_temperature=cfg.learn_temperature,
+            action_bias=cfg.action_contrast_bias,
         ).to(self.device)
 
     def _make_policy(self) -> nn.Module:

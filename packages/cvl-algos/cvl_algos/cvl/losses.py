@@ -148,7 +148,7 @@ def contrastive_critic_loss(
     if action_contrast_weight > 0.0:
         positive = torch.diagonal(logits)
         loss_a, metrics_a = action_contrastive_loss(
-            critic, positive, obs_t, action_t, psi_future, action_negatives
+            critic, positive, obs_t, action_t, psi_future, action_negatives, lambda_partition
         )
         loss, metrics = loss + action_contrast_weight * loss_a, {**metrics, **metrics_a}
     return loss, metrics
@@ -161,6 +161,7 @@ def action_contrastive_loss(
     action_t: Tensor,
     psi_future: Tensor,
     num_negatives: int,
+    lambda_bias: float = 1e-3,
 ) -> tuple[Tensor, dict]:
     """Which action led from ``s_i`` to ``s+_i``: InfoNCE over actions instead of futures.
 
@@ -179,6 +180,15 @@ def action_contrastive_loss(
     with ``f = log p(s+ | s, a) + log p(a | s) - log p(s+) - log p(a)``, which differs from eq. 9's
     solution only by a function of ``(s, a)``, the constant the self-normalised Q cancels
     (``self_normalized``). Not in the paper.
+
+    A critic with a bias head (``critic.bias_net``, ``action_contrast_bias``) scores candidate k
+    by ``f(s_i, a_k, s+_i) + b(s_i, a_k)``: the head can hold ``log p(a | s) / p(a)``, so
+    ``phi . psi`` is left eq. 9's solution instead of carrying that term through unit-norm
+    latents, and the two losses no longer compete for the latents (not in the paper). The
+    softmax over actions leaves the head free up to a function of ``s``, as eq. 9 leaves ``f``
+    free up to ``c(s, a)``; as eq. 10 pins that with its partition penalty, ``lambda_bias
+    mean_i (mean_k b_ik)^2`` pins this (without it those directions of the head get rounding
+    noise for gradients, which Adam scales up to full steps).
     """
     batch = action_t.shape[0]
     if not 1 <= num_negatives < batch:
@@ -188,10 +198,18 @@ def action_contrastive_loss(
     phi_neg = critic.phi_of_actions(obs_t, action_t[index])  # (K, B, d), one encoder pass
     negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
+    metrics, pin = {}, None
+    if getattr(critic, "bias_net", None) is not None:
+        candidates = torch.cat([rearrange(action_t, "b a -> 1 b a"), action_t[index]], dim=0)
+        bias = rearrange(critic.action_bias(obs_t, candidates), "k b -> b k")  # (B, 1 + K)
+        logits = logits + bias
+        metrics["action_bias_spread"] = bias.detach().std(dim=1).mean()
+        pin = lambda_bias * reduce(reduce(bias, "b k -> b", "mean") ** 2, "b -> ", "mean")
     loss = -F.log_softmax(logits, dim=1)[:, 0].mean()
     with torch.no_grad():
         accuracy = (logits.argmax(dim=1) == 0).float().mean()
-    return loss, {"action_contrast_loss": loss.detach(), "action_contrast_accuracy": accuracy}
+    metrics.update(action_contrast_loss=loss.detach(), action_contrast_accuracy=accuracy)
+    return (loss if pin is None else loss + pin), metrics
 
 
 def td_contrastive_critic_loss(
