@@ -128,13 +128,25 @@ class RandomFourierFeatures(nn.Module):
         self.temperature = float(temperature)
         self.seed = int(seed)
         self.scale = rff_scale(self.num_features, self.temperature)
-        gen = torch.Generator(device="cpu").manual_seed(self.seed)
         self.orthogonal = bool(orthogonal)
-        rows = gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
-        weight = rows / math.sqrt(self.temperature)
-        bias = torch.rand(self.num_features, generator=gen) * (2.0 * math.pi)
+        weight, bias = self._draw(self.seed)
         self.register_buffer("W", weight)
         self.register_buffer("b", bias)
+
+    def _draw(self, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        rows = gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
+        bias = torch.rand(self.num_features, generator=gen) * (2.0 * math.pi)
+        return rows / math.sqrt(self.temperature), bias
+
+    @torch.no_grad()
+    def redraw(self, seed: int) -> None:
+        """Replace ``W, b`` in place by the draw of ``seed``: the buffers a new module with that
+        seed would hold (Performers redraw their features during training)."""
+        weight, bias = self._draw(seed)
+        self.W.copy_(weight)
+        self.b.copy_(bias)
+        self.seed = int(seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Features ``(..., D)`` of ``x`` of shape ``(..., in_dim)``."""
@@ -192,9 +204,17 @@ class PositiveRandomFeatures(nn.Module):
         self.temperature = float(temperature)
         self.seed = int(seed)
         self.orthogonal = bool(orthogonal)
-        gen = torch.Generator(device="cpu").manual_seed(self.seed)
-        rows = gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
-        self.register_buffer("W", rows)
+        self.register_buffer("W", self._draw(self.seed))
+
+    def _draw(self, seed: int) -> torch.Tensor:
+        gen = torch.Generator(device="cpu").manual_seed(int(seed))
+        return gaussian_rows(self.num_features, self.in_dim, gen, self.orthogonal)
+
+    @torch.no_grad()
+    def redraw(self, seed: int) -> None:
+        """Replace ``W`` in place by the draw of ``seed``, as :class:`RandomFourierFeatures`."""
+        self.W.copy_(self._draw(seed))
+        self.seed = int(seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Features ``(..., D)`` of ``x`` of shape ``(..., in_dim)``."""

@@ -306,3 +306,20 @@ def test_orthogonal_features_have_lower_error(kind):
     assert mse(True) < 0.9 * mse(False)
     with pytest.raises(ValueError, match="kind"):
         make_random_features("cosine", d, num_features)
+
+
+@pytest.mark.parametrize("kind", ["trig", "positive", "oprf"])
+@pytest.mark.parametrize("orthogonal", [False, True])
+def test_redraw_gives_the_buffers_of_a_new_module_with_that_seed(kind, orthogonal):
+    features = make_random_features(kind, 6, 20, 0.1, seed=3, orthogonal=orthogonal)
+    tensors = [id(t) for t in features.buffers()]
+    features.redraw(11)
+    fresh = make_random_features(kind, 6, 20, 0.1, seed=11, orthogonal=orthogonal)
+    assert [id(t) for t in features.buffers()] == tensors  # in place: references stay valid
+    for (name, got), want in zip(
+        features.state_dict().items(), fresh.state_dict().values(), strict=True
+    ):
+        assert torch.equal(got, want), name
+    x = _unit_vectors(np.random.default_rng(0), 4, 6)
+    assert torch.equal(features(x), fresh(x))
+    assert features.seed == 11

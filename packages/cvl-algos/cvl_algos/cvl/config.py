@@ -143,6 +143,12 @@ class CVLConfig:
     paper)."""
     beta_xi: float = 0.99
     """EMA rate of xi <- beta xi + (1 - beta) mean_j F(psi_target(s+_j)) r_j (not in the paper)."""
+    rff_redraw: bool = False
+    """False: one draw of the random features for the whole run (the paper's). True: a new draw
+    every update (seeded by the learner's seed and step), xi and zeta from that update's batch
+    alone (needs ``beta_xi=0``), so the features' error in Q and in its action gradient is new at
+    each policy step instead of one fixed field the policy follows throughout (Performers redraw
+    their features, Choromanski et al. 2021; not in the paper)."""
 
     # Policy (eq. 13-15, table 2).
     num_action_samples: int = 10
@@ -296,6 +302,16 @@ class CVLConfig:
             )
         if not 0.0 <= self.beta_xi < 1.0:
             raise ValueError(f"beta_xi must lie in [0, 1), got {self.beta_xi}")
+        if self.rff_redraw and self.q_estimator != "rff":
+            raise ValueError(
+                f"rff_redraw=True redraws the random features of q_estimator='rff', got "
+                f"q_estimator={self.q_estimator!r}"
+            )
+        if self.rff_redraw and self.beta_xi != 0.0:
+            raise ValueError(
+                f"rff_redraw=True draws new features every update, so xi cannot average over "
+                f"batches: set beta_xi=0, got {self.beta_xi}"
+            )
         if not 0.0 < self.psi_target_tau <= 1.0:
             raise ValueError(f"psi_target_tau must lie in (0, 1], got {self.psi_target_tau}")
         if isinstance(self.action_chunk, bool) or not (

@@ -92,13 +92,19 @@ from cvl_models.flow import FlowPolicy
 from cvl_models.noise import observation_seed
 from cvl_models.rff import make_random_features
 
-__all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name"]
+__all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name", "redraw_seed"]
 
 
 def critic_name(index: int, base: str = "critic") -> str:
     """The name of critic ``index``'s module (or of its ``base``: "psi_target", a stage key):
     ``base`` for the first critic, ``base_k`` for critic k > 0 (``num_critics``)."""
     return base if index == 0 else f"{base}_{index}"
+
+
+def redraw_seed(seed: int, step: int) -> int:
+    """The seed of the features ``rff_redraw`` draws at update ``step`` of learner ``seed``: a
+    function of the two alone, so a resumed run draws what an uninterrupted one drew."""
+    return (int(seed) + 1) * 1_000_003 + int(step)
 
 
 class XiState(nn.Module):
@@ -351,7 +357,10 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
 
     @torch.no_grad()
     def _xi_step(self, psi_future: Tensor, reward_future: Tensor) -> dict[str, Tensor]:
-        """xi EMA of eq. 12 from this batch's psi_target features and arrival rewards."""
+        """xi EMA of eq. 12 from this batch's psi_target features and arrival rewards; with
+        ``rff_redraw`` after a new draw of the features (`redraw_seed`)."""
+        if self.config.rff_redraw:
+            self.rff.redraw(redraw_seed(self.seed, self.step))
         state = self.xi_state
         first = state.count == 0
         if state.zeta is None:

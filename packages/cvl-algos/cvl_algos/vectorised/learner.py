@@ -280,6 +280,11 @@ def unsupported(learners: Sequence[LearnerBase]) -> str | None:
             "VectorisedLearner: config.manual_gradients is not supported with vectorised seeds "
             "(vmap needs autograd's stages); set manual_gradients=False"
         )
+    if getattr(first.config, "rff_redraw", False):
+        return (
+            "VectorisedLearner: config.rff_redraw is not supported with vectorised seeds (it "
+            "redraws each seed's random features in place every update); train one seed at a time"
+        )
     for learner in learners[1:]:
         same = (type(learner), learner.config, learner.obs_shape, learner.action_dim)
         if same != (type(first), first.config, first.obs_shape, first.action_dim):
