@@ -4,7 +4,6 @@ what an uninterrupted one drew, and the config and vectorised seeds refuse what 
 
 from __future__ import annotations
 
-import pytest
 import torch
 from conftest import (  # pants: no-infer-dep
     ACTION_DIM,  # pants: no-infer-dep
