@@ -48,6 +48,19 @@ ALGOS = {
         "cvl_mc",
         {"action_contrast_weight": 1.0, "action_contrast_negatives": 8},
     ),
+    # the presets' CVL with RFF (positive features, self-normalised), one draw or a new draw
+    # every update (`rff_redraw`)
+    "cvl_positive": ("cvl", {"rff_kind": "positive", "self_normalized": True, "temperature": 0.1}),
+    "cvl_positive_redraw": (
+        "cvl",
+        {
+            "rff_kind": "positive",
+            "self_normalized": True,
+            "temperature": 0.1,
+            "rff_redraw": True,
+            "beta_xi": 0.0,
+        },
+    ),
 }
 
 
