@@ -145,7 +145,8 @@ class CVLConfig:
     """EMA rate of xi <- beta xi + (1 - beta) mean_j F(psi_target(s+_j)) r_j (not in the paper).
     0 takes xi from the current batch alone, the direct estimator's futures: with the presets'
     4096 positive features that is above 0.99 on the hard suite (IQM 0.91 against 0.84, P =
-    0.83; docs/results.md, "Where the random features' error reaches the policy")."""
+    0.83) and not on the mixtures (0.88 against 0.91), so 0.99 stays (docs/results.md, "Where
+    the random features' error reaches the policy")."""
     rff_redraw: bool = False
     """False: one draw of the random features for the whole run (the paper's). True: a new draw
     every update (seeded by the learner's seed and step), xi and zeta from that update's batch
