@@ -33,6 +33,7 @@ from cvl_algos import load_learner
 from cvl_algos.cvl.q import q_direct_from_latents, q_rff, xi_estimate, xi_zeta_estimate
 from cvl_data import ContrastiveSampler, open_dataset
 from cvl_data.jsonio import write_json_atomic
+from cvl_eval.analysis.critic_diagnostics import resolve_checkpoint
 from cvl_models.rff import make_random_features
 
 
@@ -51,13 +52,11 @@ def parse_args() -> argparse.Namespace:
 
 
 def checkpoint_dir(run: Path) -> Path:
-    for candidate in (run / "final", run):
-        if (candidate / "state.json").is_file() or (candidate / "checkpoint.json").is_file():
-            return candidate
-    finals = sorted(run.glob("**/final"))
-    if not finals:
-        raise SystemExit(f"{run}: no checkpoint (final/) found")
-    return finals[0]
+    """``--run``'s checkpoint (`resolve_checkpoint`), or a one-line exit naming the flag."""
+    try:
+        return resolve_checkpoint(run)
+    except FileNotFoundError as error:
+        raise SystemExit(f"--run: {error}") from None
 
 
 @torch.no_grad()
