@@ -95,14 +95,20 @@ class StateActionEmbedding(nn.Module):
         IMPALA pass is most of ``phi``'s cost). ``call(module, *args)`` runs the encoder and the
         DenseNet (default: plainly; the policy loss passes ``cvl_algos``' ``frozen_call`` so
         that no gradient reaches the critic's parameters)."""
-        obs_batch = check_trailing(obs, self.obs_shape, "phi obs")
+        return self.head(self.encode_for_actions(obs, actions, call), actions, call)
+
+    def encode_for_actions(
+        self, obs: torch.Tensor, actions: torch.Tensor, call: ModuleCall = _call, what: str = "phi"
+    ) -> torch.Tensor:
+        """``encoder(s_b)`` repeated for each of ``K`` actions: (B, ...) and (K, B, A) -> (K, B,
+        E), each state encoded once; shapes checked, errors named by ``what``."""
+        obs_batch = check_trailing(obs, self.obs_shape, f"{what} obs")
         if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
             raise ValueError(
-                f"phi actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
+                f"{what} actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
                 f"got {tuple(actions.shape)}"
             )
-        encoded = repeat(call(self.encoder, obs), "b e -> k b e", k=actions.shape[0])
-        return self.head(encoded, actions, call)
+        return repeat(call(self.encoder, obs), "b e -> k b e", k=actions.shape[0])
 
 
 class StateEmbedding(nn.Module):
@@ -233,13 +239,7 @@ class ContrastiveCritic(nn.Module):
         p(a)`` and leave ``phi . psi`` eq. 9's solution."""
         if self.bias_net is None:
             raise ValueError("action_bias: this critic was built without action_bias=True")
-        obs_batch = check_trailing(obs, self.obs_shape, "bias obs")
-        if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
-            raise ValueError(
-                f"bias actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
-                f"got {tuple(actions.shape)}"
-            )
-        encoded = repeat(self.phi_net.encoder(obs), "b e -> k b e", k=actions.shape[0])
+        encoded = self.phi_net.encode_for_actions(obs, actions, what="bias")
         out = self.bias_net(torch.cat([encoded, actions.to(encoded.dtype)], dim=-1))
         return rearrange(out, "k b 1 -> k b")
 
