@@ -1,7 +1,8 @@
 """Several contrastive critics whose minimum the policy maximises (``num_critics``): the minimum
 against a naive reference, the learner's policy loss against DDPG+BC on that minimum, each critic
 trained by its own loss, gradient isolation, one critic's learner unchanged, checkpoints,
-resumption, vectorised seeds and the config's refusals."""
+resumption, vectorised seeds and the config's refusals; with ``action_contrast_critics="first"``
+the action-contrast term in critic 0's loss only."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from test_cvl_losses import make_batch, make_nets  # pants: no-infer-dep
 
 from cvl_algos import make_learner
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss
+from cvl_algos.cvl.losses import contrastive_critic_loss
 from cvl_algos.cvl.q import direct_q_fn, min_q_fn, q_direct_from_latents
 
 TINY = {"hidden": (32, 32), "latent_dim": 8, "num_action_samples": 3}
@@ -29,6 +31,12 @@ TWIN = {
     "self_normalized": True,
     "policy_extraction": "ddpgbc",
     "bc_alpha": 0.3,
+}
+MIXED = {
+    **TWIN,
+    "action_contrast_weight": 1.0,
+    "action_contrast_negatives": 3,
+    "action_contrast_critics": "first",
 }
 
 
@@ -138,12 +146,38 @@ def test_policy_step_leaves_every_critic_alone() -> None:
     assert all(p.grad is not None for p in learner.policy.parameters())
 
 
-def test_save_load_act_and_resume_identical(tmp_path) -> None:
-    check_save_load_act_resume(lambda: _learner(4, **TWIN), tmp_path)
+@pytest.mark.parametrize("which", ["all", "first"])
+def test_action_contrast_term_in_the_chosen_critics_losses(which: str) -> None:
+    """Each critic's loss on a batch equals `contrastive_critic_loss` of that critic with the
+    term's weight (1) for critic 0, and for critic 1 only with "all" (0 with "first")."""
+    learner = _learner(5, **{**MIXED, "action_contrast_critics": which})
+    for i in range(2):
+        learner.update(make_contrastive_batch(i))
+    batch = make_contrastive_batch(9)
+    for index, name in enumerate(("critic", "critic_1")):
+        got, metrics = learner._critic_loss_of(batch, {}, index=index)
+        weight = 1.0 if which == "all" or index == 0 else 0.0
+        expected, _ = contrastive_critic_loss(
+            learner.state_modules()[name],
+            batch,
+            learner.config.lambda_partition,
+            "infonce",
+            weight,
+            3,
+        )
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        suffix = f"_{index}" if index else ""
+        assert (f"action_contrast_loss{suffix}" in metrics) == (weight > 0.0), (which, index)
 
 
-def test_vectorised_seeds_equal_each_seed_alone() -> None:
-    check_vectorised_equals_alone(lambda seed: _learner(seed, **TWIN), updates=30)
+@pytest.mark.parametrize("config", [TWIN, MIXED], ids=["twin", "term_in_first"])
+def test_save_load_act_and_resume_identical(tmp_path, config: dict) -> None:
+    check_save_load_act_resume(lambda: _learner(4, **config), tmp_path)
+
+
+@pytest.mark.parametrize("config", [TWIN, MIXED], ids=["twin", "term_in_first"])
+def test_vectorised_seeds_equal_each_seed_alone(config: dict) -> None:
+    check_vectorised_equals_alone(lambda seed: _learner(seed, **config), updates=30)
 
 
 @pytest.mark.parametrize(
@@ -160,3 +194,17 @@ def test_vectorised_seeds_equal_each_seed_alone() -> None:
 def test_config_refusals(name: str, overrides: dict) -> None:
     with pytest.raises(ValueError, match="num_critics"):
         make_learner(name, (OBS_DIM,), ACTION_DIM, **overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {**MIXED, "action_contrast_critics": "last"},
+        {**MIXED, "num_critics": 1},
+        {**MIXED, "action_contrast_weight": 0.0},
+        {**MIXED, "action_contrast_bias": True},
+    ],
+)
+def test_action_contrast_critics_refusals(overrides: dict) -> None:
+    with pytest.raises(ValueError, match="action_contrast_critics"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **overrides)

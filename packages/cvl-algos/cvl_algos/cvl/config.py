@@ -98,6 +98,11 @@ class CVLConfig:
     solution (not in the paper). Screen of 8 runs: it moves the term halfway back to the
     presets' CVL on both sides, held-out handle-pull 0.70 -> 0.33 mean success, the suite's
     door-open and the stitch data 0.23 -> 0.47 (docs/results.md, "A bias head for the term")."""
+    action_contrast_critics: Literal["all", "first"] = "all"
+    """With ``action_contrast_weight`` > 0 and ``num_critics`` > 1, which critics the term
+    trains: "all", or "first" (critic 0 with the term, the others by eq. 9-10 alone), so the
+    policy maximises the minimum of a critic that must tell actions apart and critics that need
+    not (not in the paper)."""
     num_critics: int = 1
     """Independent contrastive critics, each with its own ``psi_target`` and optimiser, trained
     by the same loss on the same batch; the policy maximises the minimum of their eq. 11
@@ -415,6 +420,21 @@ class CVLConfig:
                 f"'infonce' or 'binary', bc_density_weight=0, act_candidates=0 and not "
                 f"'flow_select', got {self.q_estimator!r}, {self.critic_objective!r}, "
                 f"{self.bc_density_weight}, {self.act_candidates}, {self.policy_extraction!r}"
+            )
+        if self.action_contrast_critics not in ("all", "first") or (
+            self.action_contrast_critics == "first"
+            and (
+                self.num_critics < 2
+                or not self.action_contrast_weight > 0.0
+                or self.action_contrast_bias
+            )
+        ):
+            raise ValueError(
+                f"action_contrast_critics must be 'all' or 'first', and 'first' only with "
+                f"num_critics >= 2, action_contrast_weight > 0 and action_contrast_bias=False, "
+                f"got {self.action_contrast_critics!r} with num_critics={self.num_critics}, "
+                f"action_contrast_weight {self.action_contrast_weight!r}, action_contrast_bias "
+                f"{self.action_contrast_bias}"
             )
 
     def _check_extraction(self) -> None:

@@ -322,7 +322,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
                 batch,
                 cfg.lambda_partition,
                 objective,
-                cfg.action_contrast_weight,
+                self._action_contrast_weight(index),
                 cfg.action_contrast_negatives,
             )
         if cfg.learn_temperature:
@@ -330,6 +330,13 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         if index:
             metrics = {f"{key}_{index}": value for key, value in metrics.items()}
         return loss, metrics
+
+    def _action_contrast_weight(self, index: int) -> float:
+        """The action-contrast term's weight in critic ``index``'s loss: the config's for every
+        critic, or for critic 0 only with ``action_contrast_critics="first"``."""
+        cfg: CVLConfig = self.config
+        first_only = cfg.action_contrast_critics == "first"
+        return 0.0 if first_only and index else cfg.action_contrast_weight
 
     def _candidates(self, batch: Any) -> tuple[Tensor, Tensor]:
         """The states whose arrival rewards Q weighs, and those rewards: the batch's future
