@@ -90,6 +90,7 @@ def measure(learner, dataset, anchors: int, futures: int, seed: int) -> dict:
     stacked = torch.stack(q_mode)
     arg_min = stacked.argmin(dim=0)
     grad_min = torch.stack(grads).gather(0, arg_min[None, :, None].expand(1, *grads[0].shape))[0]
+    grad_mean = torch.stack(grads).mean(dim=0)
     rows = {}
     for k, (data_k, mode_k, grad_k) in enumerate(zip(q_data, q_mode, grads, strict=True)):
         others = [g for j, g in enumerate(grads) if j != k]
@@ -103,6 +104,7 @@ def measure(learner, dataset, anchors: int, futures: int, seed: int) -> dict:
                 float(cosine_similarity(grad_k, g, dim=1).median()) for g in others
             ],
             "cosine_with_minimum": float(cosine_similarity(grad_k, grad_min, dim=1).median()),
+            "cosine_with_mean": float(cosine_similarity(grad_k, grad_mean, dim=1).median()),
         }
     return rows
 
@@ -116,19 +118,20 @@ def main() -> None:
     cfg = learner.config
     print(
         f"{args.run}: {len(learner.critics)} critics, action-contrast weight "
-        f"{cfg.action_contrast_weight} in {cfg.action_contrast_critics!r}, {args.anchors} states "
+        f"{cfg.action_contrast_weight} in {cfg.action_contrast_critics!r}, policy on the "
+        f"{cfg.critic_reduction}, {args.anchors} states "
         f"x {args.futures} futures"
     )
     print(
         f"{'critic':>8} {'min@pi':>7} {'Q(data)':>8} {'Q(pi)':>8} {'pi gain':>8} "
-        f"{'P(data>pi)':>11} {'cos others':>11} {'cos min':>8}"
+        f"{'P(data>pi)':>11} {'cos others':>11} {'cos min':>8} {'cos mean':>9}"
     )
     for name, r in rows.items():
         others = ",".join(f"{c:.2f}" for c in r["cosine_with_others"])
         print(
             f"{name:>8} {r['share_minimum_at_mode']:>7.2f} {r['q_data_mean']:>8.1f} "
             f"{r['q_mode_mean']:>8.1f} {r['policy_gain']:>8.3f} {r['p_data_above_policy']:>11.2f} "
-            f"{others:>11} {r['cosine_with_minimum']:>8.2f}"
+            f"{others:>11} {r['cosine_with_minimum']:>8.2f} {r['cosine_with_mean']:>9.2f}"
         )
     if args.out:
         write_json_atomic(args.out, {"run": str(args.run), "rows": rows})

@@ -22,7 +22,7 @@ from test_cvl_losses import make_batch, make_nets  # pants: no-infer-dep
 from cvl_algos import make_learner
 from cvl_algos.cvl.extraction import ddpg_bc_policy_loss
 from cvl_algos.cvl.losses import contrastive_critic_loss
-from cvl_algos.cvl.q import direct_q_fn, min_q_fn, q_direct_from_latents
+from cvl_algos.cvl.q import direct_q_fn, ensemble_q_fn, q_direct_from_latents
 
 TINY = {"hidden": (32, 32), "latent_dim": 8, "num_action_samples": 3}
 TWIN = {
@@ -45,10 +45,17 @@ def _learner(seed: int = 0, **overrides):
 
 
 @settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 2**16), count=st.integers(1, 4), samples=st.integers(1, 3))
-def test_min_q_fn_matches_naive_reference(seed: int, count: int, samples: int) -> None:
-    """Each entry is the smallest of the critics' Q at that (sample, state); one critic's
-    function is returned unchanged."""
+@given(
+    seed=st.integers(0, 2**16),
+    count=st.integers(1, 4),
+    samples=st.integers(1, 3),
+    reduction=st.sampled_from(["min", "mean"]),
+)
+def test_ensemble_q_fn_matches_naive_reference(
+    seed: int, count: int, samples: int, reduction: str
+) -> None:
+    """Each entry is the smallest (or the average) of the critics' Q at that (sample, state);
+    one critic's function is returned unchanged."""
     batch = make_batch(5, seed=seed)
     fns = []
     for k in range(count):
@@ -57,12 +64,16 @@ def test_min_q_fn_matches_naive_reference(seed: int, count: int, samples: int) -
             psi = critic.psi(batch.obs_future)
         fns.append(direct_q_fn(critic, psi, batch.reward_future, 0.99, True))
     actions = torch.rand(samples, 5, ACTION_DIM, generator=torch.Generator().manual_seed(seed))
-    got = min_q_fn(fns)(batch.obs_t, actions)
+    got = ensemble_q_fn(fns, reduction)(batch.obs_t, actions)
     each = [fn(batch.obs_t, actions) for fn in fns]
     for n in range(samples):
         for b in range(5):
-            assert float(got[n, b]) == min(float(q[n, b]) for q in each)
-    assert min_q_fn(fns[:1]) is fns[0]
+            values = [float(q[n, b]) for q in each]
+            naive = min(values) if reduction == "min" else sum(values) / len(values)
+            assert abs(float(got[n, b]) - naive) <= 1e-5 * max(1.0, abs(naive))
+    assert ensemble_q_fn(fns[:1], reduction) is fns[0]
+    with pytest.raises(ValueError, match="reduction"):
+        ensemble_q_fn(fns, "max")
 
 
 def test_one_critic_draws_what_it_always_drew() -> None:
@@ -98,10 +109,13 @@ def test_each_critic_trains_and_logs() -> None:
         assert any(not torch.equal(a, b) for a, b in zip(old, new, strict=True)), name
 
 
-def test_policy_loss_is_ddpg_bc_on_the_minimum() -> None:
-    """The learner's policy loss equals DDPG+BC's on the naive minimum of the two critics' eq.
-    11 estimates, each over its own psi_target's latents; Q read-outs are that minimum."""
-    learner = _learner(1, **TWIN)
+@pytest.mark.parametrize("reduction", ["min", "mean"])
+def test_policy_loss_is_ddpg_bc_on_the_minimum(reduction: str) -> None:
+    """The learner's policy loss equals DDPG+BC's on the naive minimum (or mean,
+    ``critic_reduction``) of the two critics' eq. 11 estimates, each over its own psi_target's
+    latents; Q read-outs are that minimum (or mean)."""
+    learner = _learner(1, **TWIN, critic_reduction=reduction)
+    combine = torch.minimum if reduction == "min" else lambda a, b: (a + b) / 2
     for i in range(3):
         learner.update(make_contrastive_batch(i))
     batch = make_contrastive_batch(7)
@@ -115,7 +129,7 @@ def test_policy_loss_is_ddpg_bc_on_the_minimum() -> None:
     ]
 
     def naive_min(obs, actions):
-        return torch.minimum(fns[0](obs, actions), fns[1](obs, actions))
+        return combine(fns[0](obs, actions), fns[1](obs, actions))
 
     expected, _ = ddpg_bc_policy_loss(learner.policy, naive_min, batch, alpha=0.3)
     torch.testing.assert_close(loss, expected, rtol=0, atol=0)
@@ -132,7 +146,7 @@ def test_policy_loss_is_ddpg_bc_on_the_minimum() -> None:
             for c, t in zip(critics, targets, strict=True)
         ]
     got = learner.q_values(batch.obs_t, batch.action_t, batch.obs_future, batch.reward_future)
-    torch.testing.assert_close(got, torch.minimum(*each))
+    torch.testing.assert_close(got, combine(*each))
 
 
 def test_policy_step_leaves_every_critic_alone() -> None:
@@ -170,12 +184,15 @@ def test_action_contrast_term_in_the_chosen_critics_losses(which: str) -> None:
         assert (f"action_contrast_loss{suffix}" in metrics) == (weight > 0.0), (which, index)
 
 
-@pytest.mark.parametrize("config", [TWIN, MIXED], ids=["twin", "term_in_first"])
+MEAN = {**TWIN, "num_critics": 3, "critic_reduction": "mean"}
+
+
+@pytest.mark.parametrize("config", [TWIN, MIXED, MEAN], ids=["twin", "term_in_first", "mean"])
 def test_save_load_act_and_resume_identical(tmp_path, config: dict) -> None:
     check_save_load_act_resume(lambda: _learner(4, **config), tmp_path)
 
 
-@pytest.mark.parametrize("config", [TWIN, MIXED], ids=["twin", "term_in_first"])
+@pytest.mark.parametrize("config", [TWIN, MIXED, MEAN], ids=["twin", "term_in_first", "mean"])
 def test_vectorised_seeds_equal_each_seed_alone(config: dict) -> None:
     check_vectorised_equals_alone(lambda seed: _learner(seed, **config), updates=30)
 
@@ -208,3 +225,9 @@ def test_config_refusals(name: str, overrides: dict) -> None:
 def test_action_contrast_critics_refusals(overrides: dict) -> None:
     with pytest.raises(ValueError, match="action_contrast_critics"):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **overrides)
+
+
+def test_critic_reduction_refusals() -> None:
+    for overrides in ({**TWIN, "critic_reduction": "max"}, {"critic_reduction": "mean"}):
+        with pytest.raises(ValueError, match="critic_reduction"):
+            make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **overrides)

@@ -109,10 +109,16 @@ class CVLConfig:
     num_critics: int = 1
     """Independent contrastive critics, each with its own ``psi_target`` and optimiser, trained
     by the same loss on the same batch; the policy maximises the minimum of their eq. 11
-    estimates (`cvl_algos.cvl.q.min_q_fn`), as OGBench's contrastive RL agent does with two, so
-    it cannot climb one critic's error that the other does not share. 1: the paper's one critic.
+    estimates (`cvl_algos.cvl.q.ensemble_q_fn`), as OGBench's contrastive RL agent does with
+    two, so it cannot climb one critic's error that the other does not share, or their mean
+    (``critic_reduction``). 1: the paper's one critic.
     More than 1 only with the direct estimator, the "infonce" or "binary" objective, no support
     term (``bc_density_weight``) and no acting by Q (not in the paper)."""
+    critic_reduction: Literal["min", "mean"] = "min"
+    """With ``num_critics`` > 1, how the policy's Q combines the critics' eq. 11 estimates: "min"
+    (pessimism, clipped double Q) or "mean" (their average, whose action gradient keeps what the
+    critics share: two direct critics trained on the same data have dQ/da at the policy's mode at
+    median cosine 0.42-0.49; not in the paper)."""
     td_warmup_steps: int = 0
     """"td_infonce": the first this many updates train the critic with eq. 9-10's InfoNCE on
     the batch's future states (and Q weighs those), so the bootstrap starts from the data's
@@ -423,6 +429,13 @@ class CVLConfig:
                 f"'infonce' or 'binary', bc_density_weight=0, act_candidates=0 and not "
                 f"'flow_select', got {self.q_estimator!r}, {self.critic_objective!r}, "
                 f"{self.bc_density_weight}, {self.act_candidates}, {self.policy_extraction!r}"
+            )
+        if self.critic_reduction not in ("min", "mean") or (
+            self.critic_reduction == "mean" and self.num_critics < 2
+        ):
+            raise ValueError(
+                f"critic_reduction must be 'min' or 'mean', and 'mean' only with num_critics >= "
+                f"2, got {self.critic_reduction!r} with num_critics={self.num_critics}"
             )
         if self.action_contrast_critics not in ("all", "first") or (
             self.action_contrast_critics == "first"

@@ -79,7 +79,7 @@ def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
 from cvl_algos.cvl.q import (
     direct_log_density_fn,
     direct_q_fn,
-    min_q_fn,
+    ensemble_q_fn,
     rff_q_fn,
     xi_ema,
     xi_estimate,
@@ -384,7 +384,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     def _q_fn(self, psi_futures: list[Tensor] | None, reward_future: Tensor | None):
         """Q of eq. 12 (RFF) or eq. 11 over the given future latents (one per critic, each its
         own ``psi_target``'s), critics detached; the minimum over the critics
-        (`cvl_algos.cvl.q.min_q_fn`) when there are several."""
+        (`cvl_algos.cvl.q.ensemble_q_fn`) when there are several, or their mean
+        (``critic_reduction``)."""
         cfg: CVLConfig = self.config
         if cfg.q_estimator == "rff":
             return rff_q_fn(
@@ -397,7 +398,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             )
             for critic, psi in zip(self.critics, psi_futures, strict=True)
         ]
-        return min_q_fn(fns)
+        return ensemble_q_fn(fns, cfg.critic_reduction)
 
     def _carried_psi_futures(self, carry) -> list[Tensor]:
         """Each critic's future latents as `_after_critic` put them into the carry."""

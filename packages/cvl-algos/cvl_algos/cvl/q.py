@@ -300,21 +300,30 @@ def direct_q_fn(
     return q_fn
 
 
-def min_q_fn(
-    q_fns: list[Callable[[Tensor, Tensor], Tensor]],
+def ensemble_q_fn(
+    q_fns: list[Callable[[Tensor, Tensor], Tensor]], reduction: str = "min"
 ) -> Callable[[Tensor, Tensor], Tensor]:
-    """``q_fn(obs_t, actions) -> (N, B)``: the elementwise minimum of the critics' ``q_fns``
-    (each as `direct_q_fn`), so a policy that maximises it cannot climb an error of one critic
-    that another does not share (clipped double Q, Fujimoto et al. 2018; OGBench's contrastive RL
-    agent takes the minimum of its two critics in DDPG+BC). One function is returned as is."""
+    """``q_fn(obs_t, actions) -> (N, B)``: the elementwise ``reduction`` ("min" or "mean") of
+    the critics' ``q_fns`` (each as `direct_q_fn`). "min": a policy that maximises it cannot
+    climb an error of one critic that another does not share (clipped double Q, Fujimoto et al.
+    2018; OGBench's contrastive RL agent takes the minimum of its two critics in DDPG+BC).
+    "mean": the critics' average, whose action gradient averages out what is particular to each
+    critic (not in the paper). One function is returned as is."""
+    if reduction not in ("min", "mean"):
+        raise ValueError(f"reduction must be 'min' or 'mean', got {reduction!r}")
     if len(q_fns) == 1:
         return q_fns[0]
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
-        values = torch.stack([fn(obs_t, actions) for fn in q_fns])
-        return reduce(values, "k n b -> n b", "min")
+        return reduce_critics([fn(obs_t, actions) for fn in q_fns], reduction)
 
     return q_fn
+
+
+def reduce_critics(values: list[Tensor], reduction: str) -> Tensor:
+    """The elementwise "min" or "mean" over the critics' equally shaped Q tensors: how
+    `ensemble_q_fn` and the learner's Q read-outs combine several critics."""
+    return reduce(torch.stack(values), "k ... -> ...", reduction)
 
 
 def direct_log_density_fn(

@@ -7,7 +7,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from cvl_algos.cvl.q import log_density_ratio_from_latents, q_direct_from_latents, q_rff
+from cvl_algos.cvl.q import (
+    log_density_ratio_from_latents,
+    q_direct_from_latents,
+    q_rff,
+    reduce_critics,
+)
 
 __all__ = ["CriticReadouts"]
 
@@ -27,8 +32,9 @@ class CriticReadouts:
     ) -> Tensor:
         """Q_NCE of (obs, action) pairs, (B,): "rff" uses the learned ``xi`` (eq. 12, the first
         critic's features); "mc" weighs the given future states' arrival rewards with each
-        critic's psi_target (eq. 11), the minimum over the critics when there are several (the Q
-        the policy maximises). ``estimator`` defaults to the config's."""
+        critic's psi_target (eq. 11), the minimum (or mean, ``critic_reduction``) over the
+        critics when there are several (the Q the policy maximises). ``estimator`` defaults to the config's.
+        """
         estimator = estimator or self.config.q_estimator
         if estimator not in ("rff", "mc"):
             raise ValueError(f"estimator must be 'rff' or 'mc', got {estimator!r}")
@@ -65,7 +71,7 @@ class CriticReadouts:
             )
             for critic, psi_target in zip(self.critics, self.psi_targets, strict=True)
         ]
-        return torch.stack(values).amin(dim=0)
+        return reduce_critics(values, self.config.critic_reduction)
 
     @torch.no_grad()
     def log_density_ratio(self, obs: Tensor, action: Tensor, obs_future: Tensor) -> Tensor:
