@@ -118,7 +118,9 @@ class CVLConfig:
     """With ``num_critics`` > 1, how the policy's Q combines the critics' eq. 11 estimates: "min"
     (pessimism, clipped double Q) or "mean" (their average, whose action gradient keeps what the
     critics share: two direct critics trained on the same data have dQ/da at the policy's mode at
-    median cosine 0.42-0.49; not in the paper)."""
+    median cosine 0.42-0.49; not in the paper). Screen of 8 runs with four critics: "mean"
+    0.34 mean success against the presets' 0.40 (docs/results.md, "The policy on the mean of
+    four critics")."""
     td_warmup_steps: int = 0
     """"td_infonce": the first this many updates train the critic with eq. 9-10's InfoNCE on
     the batch's future states (and Q weighs those), so the bootstrap starts from the data's
