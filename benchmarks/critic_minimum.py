@@ -25,7 +25,7 @@ import torch
 from torch.nn.functional import cosine_similarity
 
 from cvl_algos import load_learner
-from cvl_algos.cvl.q import q_direct_from_latents
+from cvl_algos.cvl.q import direct_q_fn
 from cvl_data import ContrastiveSampler, open_dataset
 from cvl_data.jsonio import write_json_atomic
 from cvl_eval.analysis.critic_diagnostics import resolve_checkpoint
@@ -74,23 +74,18 @@ def measure(learner, dataset, anchors: int, futures: int, seed: int) -> dict:
     for critic, psi_target in zip(learner.critics, learner.psi_targets, strict=True):
         with torch.no_grad():
             psi = psi_target(batch.obs_future[:futures])
-        temperature = critic.detached_temperature()
-
-        def q_of(action, critic=critic, psi=psi, temperature=temperature):
-            phi = critic.phi(obs_t, action)
-            return q_direct_from_latents(
-                phi, psi, reward, cfg.discount, temperature, cfg.self_normalized
-            )
-
+        q_fn = direct_q_fn(
+            critic, psi, reward, cfg.discount, cfg.self_normalized, cfg.q_expectile
+        )  # the critic detached: gradients reach the actions only, as in the policy's loss
         with torch.no_grad():
-            q_data.append(q_of(action_data))
-        value = q_of(mode)
+            q_data.append(q_fn(obs_t, action_data[None])[0])
+        value = q_fn(obs_t, mode[None])[0]
         grads.append(torch.autograd.grad(value.sum(), mode)[0])
         q_mode.append(value.detach())
-    stacked = torch.stack(q_mode)
-    arg_min = stacked.argmin(dim=0)
-    grad_min = torch.stack(grads).gather(0, arg_min[None, :, None].expand(1, *grads[0].shape))[0]
-    grad_mean = torch.stack(grads).mean(dim=0)
+    arg_min = torch.stack(q_mode).argmin(dim=0)
+    stacked_grads = torch.stack(grads)
+    grad_min = stacked_grads.gather(0, arg_min[None, :, None].expand(1, *grads[0].shape))[0]
+    grad_mean = stacked_grads.mean(dim=0)
     rows = {}
     for k, (data_k, mode_k, grad_k) in enumerate(zip(q_data, q_mode, grads, strict=True)):
         others = [g for j, g in enumerate(grads) if j != k]
