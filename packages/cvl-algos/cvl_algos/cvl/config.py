@@ -90,6 +90,15 @@ class CVLConfig:
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
     """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
+    action_contrast_source: Literal["batch", "behaviour"] = "batch"
+    """Where the term's negative actions come from. "batch": other anchors' actions, draws of
+    the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
+    and carries the behaviour density ``log p(a | s) / p(a)`` beside what the action does to
+    the future. "behaviour": ``action_contrast_negatives`` samples at the anchor's own state
+    from a tanh-Gaussian behaviour model fitted to the data alongside (`bc_loss`, its own
+    optimiser), so the optimum is ``log p(a | s, s+) / pi_b(a | s) = log p(s+ | s, a) / p(s+
+    | s)`` up to a function of ``(s, s+)``: eq. 9's own solution, with no density for the
+    latents to carry (not in the paper)."""
     action_contrast_bias: bool = False
     """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
     so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
@@ -386,6 +395,22 @@ class CVLConfig:
             raise ValueError(
                 f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
                 f"got {self.action_contrast_negatives}"
+            )
+        if self.action_contrast_source not in ("batch", "behaviour") or (
+            self.action_contrast_source == "behaviour"
+            and (
+                not self.action_contrast_weight > 0.0
+                or self.action_contrast_bias
+                or self.bc_density_weight
+            )
+        ):
+            raise ValueError(
+                f"action_contrast_source must be 'batch' or 'behaviour', and 'behaviour' only "
+                f"with action_contrast_weight > 0, action_contrast_bias=False and "
+                f"bc_density_weight 0 (no density left for either to use), got "
+                f"{self.action_contrast_source!r} with action_contrast_weight "
+                f"{self.action_contrast_weight!r}, action_contrast_bias "
+                f"{self.action_contrast_bias}, bc_density_weight {self.bc_density_weight!r}"
             )
         if self.critic_updates < 0 or (
             self.critic_updates and self.critic_objective == "td_infonce"

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from cvl_algos.bc import bc_loss
 from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
@@ -167,6 +168,12 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             # what it always drew); ``critics[0]`` is ``critic``.
             self.critics = [self.critic]
             self.critics += [self._make_critic() for _ in range(cfg.num_critics - 1)]
+            # ``action_contrast_source="behaviour"``: the term's negatives come from this
+            # tanh-Gaussian fitted to the data (drawn last: other settings draw as before).
+            self.behaviour: nn.Module | None = None
+            if cfg.action_contrast_source == "behaviour":
+                self.behaviour = policy_from_config(self.obs_shape, self.chunk_dim, cfg)
+                self.behaviour = self.behaviour.to(self.device)
         self.psi_targets = [self.psi_target] + [
             copy.deepcopy(critic.psi_net).requires_grad_(False) for critic in self.critics[1:]
         ]
@@ -187,6 +194,9 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         self.critic_opts = [make_adam(critic.parameters(), cfg.lr) for critic in self.critics]
         self.critic_opt = self.critic_opts[0]
         self.policy_opt = make_adam(self.policy.parameters(), cfg.lr)
+        self.behaviour_opt = None
+        if self.behaviour is not None:
+            self.behaviour_opt = make_adam(self.behaviour.parameters(), cfg.lr)
         self._critic_loss = self.maybe_compile(contrastive_critic_loss)
         self._td_critic_loss = self.maybe_compile(td_contrastive_critic_loss)
         self._extraction_loss = self.maybe_compile(EXTRACTION_LOSSES[cfg.policy_extraction])
@@ -229,6 +239,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             modules["phi_target"] = self.phi_target
         if self.future_bank is not None:
             modules["future_bank"] = self.future_bank
+        if self.behaviour is not None:
+            modules["behaviour"] = self.behaviour
         for index in range(1, len(self.critics)):
             modules[critic_name(index)] = self.critics[index]
             modules[critic_name(index, "psi_target")] = self.psi_targets[index]
@@ -236,6 +248,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
 
     def state_optimizers(self) -> dict[str, torch.optim.Optimizer]:
         critics = {critic_name(k): opt for k, opt in enumerate(self.critic_opts)}
+        if self.behaviour_opt is not None:
+            critics["behaviour"] = self.behaviour_opt
         return {**critics, "policy": self.policy_opt}
 
     @property
@@ -282,6 +296,10 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             return ()  # the critic is frozen (early stopping)
         key = "critic_td" if self._bootstraps() else "critic"
         stages: tuple[Stage, ...] = ()
+        if self.behaviour is not None:
+            stages += (
+                GradientStage("behaviour", "behaviour", self._behaviour_loss_of, None, "behaviour"),
+            )
         for index in range(len(self.critics)):
             name, target = critic_name(index), critic_name(index, "psi_target")
             loss = functools.partial(self._critic_loss_of, index=index)
@@ -324,12 +342,29 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
                 objective,
                 self._action_contrast_weight(index),
                 cfg.action_contrast_negatives,
+                self._negative_actions(batch, index),
             )
         if cfg.learn_temperature:
             metrics = {**metrics, "temperature": critic.detached_temperature()}
         if index:
             metrics = {f"{key}_{index}": value for key, value in metrics.items()}
         return loss, metrics
+
+    def _behaviour_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
+        """Maximum likelihood of the data's actions under the behaviour model that draws the
+        action-contrast term's negatives (`cvl_algos.bc.bc_loss`, BC's entropy bonus 0.1)."""
+        loss, metrics = bc_loss(batch.obs_t, batch.action_t, self.behaviour)
+        return loss, {"behaviour_nll": metrics["nll"]}
+
+    def _negative_actions(self, batch: Any, index: int) -> Tensor | None:
+        """(K, B, A) behaviour-model draws at the batch's states for critic ``index``'s
+        action-contrast term (``action_contrast_source="behaviour"``), else None (the loss
+        takes other anchors' actions)."""
+        if self.behaviour is None or not self._action_contrast_weight(index):
+            return None
+        with torch.no_grad():
+            actions, _ = self.behaviour.sample(batch.obs_t, self.config.action_contrast_negatives)
+        return actions
 
     def _action_contrast_weight(self, index: int) -> float:
         """The action-contrast term's weight in critic ``index``'s loss: the config's for every

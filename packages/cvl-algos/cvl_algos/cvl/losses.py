@@ -128,9 +128,11 @@ def contrastive_critic_loss(
     objective: str = "infonce",
     action_contrast_weight: float = 0.0,
     action_negatives: int = 8,
+    negative_actions: Tensor | None = None,
 ) -> tuple[Tensor, dict]:
     """Critic loss of eq. 10 on a ``ContrastiveBatch`` (``objective="binary"``: binary NCE),
-    plus ``action_contrast_weight`` times `action_contrastive_loss` when that is positive.
+    plus ``action_contrast_weight`` times `action_contrastive_loss` when that is positive (its
+    negatives the other anchors' actions, or ``negative_actions`` (K, B, A) when given).
 
     Anchors are ``(batch.obs_t, batch.action_t)``, positives ``batch.obs_future`` (offsets drawn
     from the truncated geometric, eq. 9); the other anchors' positives are the negatives.
@@ -148,7 +150,14 @@ def contrastive_critic_loss(
     if action_contrast_weight > 0.0:
         positive = torch.diagonal(logits)
         loss_a, metrics_a = action_contrastive_loss(
-            critic, positive, obs_t, action_t, psi_future, action_negatives, lambda_partition
+            critic,
+            positive,
+            obs_t,
+            action_t,
+            psi_future,
+            action_negatives,
+            lambda_partition,
+            negative_actions,
         )
         loss, metrics = loss + action_contrast_weight * loss_a, {**metrics, **metrics_a}
     return loss, metrics
@@ -162,6 +171,7 @@ def action_contrastive_loss(
     psi_future: Tensor,
     num_negatives: int,
     lambda_bias: float = 1e-3,
+    negative_actions: Tensor | None = None,
 ) -> tuple[Tensor, dict]:
     """Which action led from ``s_i`` to ``s+_i``: InfoNCE over actions instead of futures.
 
@@ -189,18 +199,27 @@ def action_contrastive_loss(
     free up to ``c(s, a)``; as eq. 10 pins that with its partition penalty, ``lambda_bias
     mean_i (mean_k b_ik)^2`` pins this (without it those directions of the head get rounding
     noise for gradients, which Adam scales up to full steps).
+
+    ``negative_actions`` (K, B, A), when given, replaces the other anchors' actions: draws of a
+    behaviour model at each anchor's own state (``action_contrast_source="behaviour"``), for
+    which the optimum is ``log p(a | s, s+) / pi_b(a | s) + c'(s, s+) = log p(s+ | s, a) /
+    p(s+ | s) + c'(s, s+)``, eq. 9's solution with ``c'(s, s+) = log p(s+ | s) / p(s+)``, so
+    the two losses share one optimum; ``num_negatives`` is then unused.
     """
     batch = action_t.shape[0]
-    if not 1 <= num_negatives < batch:
-        raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num_negatives}")
-    shifts = torch.arange(1, num_negatives + 1, device=action_t.device)
-    index = (torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")) % batch
-    phi_neg = critic.phi_of_actions(obs_t, action_t[index])  # (K, B, d), one encoder pass
+    if negative_actions is None:
+        if not 1 <= num_negatives < batch:
+            raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num_negatives}")
+        shifts = torch.arange(1, num_negatives + 1, device=action_t.device)
+        index = torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")
+        negative_actions = action_t[index % batch]
+    assert negative_actions.shape[1:] == action_t.shape, (negative_actions.shape, action_t.shape)
+    phi_neg = critic.phi_of_actions(obs_t, negative_actions)  # (K, B, d), one encoder pass
     negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
     metrics, pin = {}, None
     if getattr(critic, "bias_net", None) is not None:
-        candidates = torch.cat([rearrange(action_t, "b a -> 1 b a"), action_t[index]], dim=0)
+        candidates = torch.cat([rearrange(action_t, "b a -> 1 b a"), negative_actions], dim=0)
         bias = rearrange(critic.action_bias(obs_t, candidates), "k b -> b k")  # (B, 1 + K)
         logits = logits + bias
         metrics["action_bias_spread"] = bias.detach().std(dim=1).mean()
