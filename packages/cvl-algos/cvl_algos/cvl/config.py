@@ -98,10 +98,9 @@ class CVLConfig:
     from a tanh-Gaussian behaviour model fitted to the data alongside (`bc_loss`, its own
     optimiser), so the optimum is ``log p(a | s, s+) / pi_b(a | s) = log p(s+ | s, a) / p(s+
     | s)`` up to a function of ``(s, s+)``: eq. 9's own solution, with no density for the
-    latents to carry (not in the paper). Screen of 8 runs: between the term and the presets' CVL
-    again, held-out mean success 0.36 (the term 0.63, presets 0.10), the suite's door-open and
-    the stitch data 0.43 (the term 0.14, presets 0.81) (docs/results.md, "Negatives from a
-    behaviour model"), hence "batch"."""
+    latents to carry (not in the paper). A screen of 8 runs found neither the term's held-out
+    gain kept nor its losses removed (docs/results.md, "Negatives from a behaviour model"),
+    hence "batch"."""
     action_contrast_bias: bool = False
     """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
     so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
