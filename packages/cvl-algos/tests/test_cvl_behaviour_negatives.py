@@ -1,7 +1,8 @@
 """The action-contrast term with negatives drawn from a behaviour model at the anchor's own
-state (``action_contrast_source="behaviour"``): the loss against a naive per-anchor reference in
-float64, the default negatives as a special case, the behaviour model's fit, the learner's
-draws, checkpoints, resumption, vectorised seeds and the config's refusals."""
+state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow):
+the loss against a naive per-anchor reference in float64, the default negatives as a special
+case, each behaviour model's fit, the learner's draws, checkpoints, resumption, vectorised seeds
+and the config's refusals."""
 
 from __future__ import annotations
 
@@ -86,13 +87,21 @@ def test_other_anchors_actions_given_as_negatives_equal_the_default_term():
     assert float(given_.detach()) == pytest.approx(float(default.detach()), rel=1e-12)
 
 
-def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state():
-    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, lr=3e-3, **TINY, **BEHAVIOUR)
+SOURCES = ("behaviour", "behaviour_flow")
+FIT_METRIC = {"behaviour": ("behaviour_nll", 1.0), "behaviour_flow": ("behaviour_flow_loss", 0.3)}
+"""Each model's fit metric and by how much 100 updates on one batch must lower it."""
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state(source):
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, lr=3e-3, **config)
     batch = make_contrastive_batch(0)
     first = learner.update(batch)
     for _ in range(100):
         last = learner.update(batch)
-    assert float(last["behaviour_nll"]) < float(first["behaviour_nll"]) - 1.0
+    metric, drop = FIT_METRIC[source]
+    assert float(last[metric]) < float(first[metric]) - drop
     assert "action_contrast_loss" in last
     negatives = learner._negative_actions(batch, 0)
     assert negatives.shape == (3, *batch.action_t.shape)
@@ -103,9 +112,11 @@ def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state
     assert not negatives.requires_grad
 
 
-def test_the_other_modules_start_as_without_the_behaviour_model():
+@pytest.mark.parametrize("source", SOURCES)
+def test_the_other_modules_start_as_without_the_behaviour_model(source):
     plain = {**BEHAVIOUR, "action_contrast_source": "batch"}
-    with_model = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY, **BEHAVIOUR)
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
+    with_model = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=3, **config)
     without = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=3, **TINY, **plain)
     assert without.behaviour is None and "behaviour" not in without.state_modules()
     for name in ("critic", "policy"):
@@ -114,16 +125,22 @@ def test_the_other_modules_start_as_without_the_behaviour_model():
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-def test_save_load_act_and_resume_identical(tmp_path) -> None:
+@pytest.mark.parametrize("source", SOURCES)
+def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
+
     def build():
-        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **BEHAVIOUR)
+        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=4, **config)
 
     check_save_load_act_resume(build, tmp_path)
 
 
-def test_vectorised_seeds_equal_each_seed_alone() -> None:
+@pytest.mark.parametrize("source", SOURCES)
+def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
+
     def build(seed):
-        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **BEHAVIOUR)
+        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=seed, **config)
 
     # 10 updates: the two paths agree to 3e-8 through update 11; at update 12 seed 0's phi
     # layers part by 4e-5 in one step (float rounding amplified, measured; the behaviour
@@ -137,8 +154,10 @@ def test_vectorised_seeds_equal_each_seed_alone() -> None:
         {"action_contrast_weight": 0.0},
         {"action_contrast_bias": True},
         {"action_contrast_source": "data"},
+        {"action_contrast_source": "behaviour_flow", "action_contrast_weight": 0.0},
+        {"action_contrast_source": "behaviour_flow", "action_contrast_bias": True},
     ],
 )
 def test_config_refusals(overrides) -> None:
-    with pytest.raises(ValueError, match="action_contrast_source must be 'batch' or 'behaviour'"):
+    with pytest.raises(ValueError, match="action_contrast_source must be 'batch', 'behaviour' or"):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **{**BEHAVIOUR, **overrides})

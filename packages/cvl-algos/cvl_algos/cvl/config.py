@@ -90,7 +90,7 @@ class CVLConfig:
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
     """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
-    action_contrast_source: Literal["batch", "behaviour"] = "batch"
+    action_contrast_source: Literal["batch", "behaviour", "behaviour_flow"] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
     and carries the behaviour density ``log p(a | s) / p(a)`` beside what the action does to
@@ -100,7 +100,10 @@ class CVLConfig:
     | s)`` up to a function of ``(s, s+)``: eq. 9's own solution, with no density for the
     latents to carry (not in the paper). A screen of 8 runs found neither the term's held-out
     gain kept nor its losses removed (docs/results.md, "Negatives from a behaviour model"),
-    hence "batch"."""
+    hence "batch". "behaviour_flow": the same with a flow-matching behaviour model
+    (`cvl_models.flow.VelocityField`, `flow_matching_loss`, ``flow_steps`` Euler steps), which
+    can hold several modes at a state, so the negatives are the data's other behaviours there
+    rather than draws around their average (not in the paper)."""
     action_contrast_bias: bool = False
     """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
     so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
@@ -398,8 +401,8 @@ class CVLConfig:
                 f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
                 f"got {self.action_contrast_negatives}"
             )
-        if self.action_contrast_source not in ("batch", "behaviour") or (
-            self.action_contrast_source == "behaviour"
+        if self.action_contrast_source not in ("batch", "behaviour", "behaviour_flow") or (
+            self.action_contrast_source != "batch"
             and (
                 not self.action_contrast_weight > 0.0
                 or self.action_contrast_bias
@@ -407,7 +410,8 @@ class CVLConfig:
             )
         ):
             raise ValueError(
-                f"action_contrast_source must be 'batch' or 'behaviour', and 'behaviour' only "
+                f"action_contrast_source must be 'batch', 'behaviour' or 'behaviour_flow', and "
+                f"the behaviour models only "
                 f"with action_contrast_weight > 0, action_contrast_bias=False and "
                 f"bc_density_weight 0 (no density left for either to use), got "
                 f"{self.action_contrast_source!r} with action_contrast_weight "

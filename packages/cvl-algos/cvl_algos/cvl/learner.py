@@ -89,8 +89,8 @@ from cvl_algos.cvl.q import (
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
-from cvl_models.flow import FlowPolicy
-from cvl_models.noise import observation_seed
+from cvl_models.flow import FlowPolicy, VelocityField, euler_integrate
+from cvl_models.noise import observation_seed, standard_normal
 from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name", "redraw_seed"]
@@ -168,11 +168,17 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             # what it always drew); ``critics[0]`` is ``critic``.
             self.critics = [self.critic]
             self.critics += [self._make_critic() for _ in range(cfg.num_critics - 1)]
-            # ``action_contrast_source="behaviour"``: the term's negatives come from this
-            # tanh-Gaussian fitted to the data (drawn last: other settings draw as before).
+            # ``action_contrast_source`` "behaviour" / "behaviour_flow": the term's negatives
+            # come from this tanh-Gaussian / flow fitted to the data (drawn last: other settings
+            # draw as before).
             self.behaviour: nn.Module | None = None
             if cfg.action_contrast_source == "behaviour":
                 self.behaviour = policy_from_config(self.obs_shape, self.chunk_dim, cfg)
+            elif cfg.action_contrast_source == "behaviour_flow":
+                self.behaviour = VelocityField(
+                    self.obs_shape, self.chunk_dim, cfg.hidden, cfg.torso
+                )
+            if self.behaviour is not None:
                 self.behaviour = self.behaviour.to(self.device)
         self.psi_targets = [self.psi_target] + [
             copy.deepcopy(critic.psi_net).requires_grad_(False) for critic in self.critics[1:]
@@ -351,19 +357,29 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         return loss, metrics
 
     def _behaviour_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
-        """Maximum likelihood of the data's actions under the behaviour model that draws the
-        action-contrast term's negatives (`cvl_algos.bc.bc_loss`, BC's entropy bonus 0.1)."""
+        """The fit of the behaviour model that draws the action-contrast term's negatives:
+        maximum likelihood of the data's actions (`cvl_algos.bc.bc_loss`, BC's entropy bonus
+        0.1), or conditional flow matching (`flow_matching_loss`) for "behaviour_flow"."""
+        if self.config.action_contrast_source == "behaviour_flow":
+            loss, metrics = flow_matching_loss(self.behaviour, batch.obs_t, batch.action_t)
+            return loss, {"behaviour_flow_loss": metrics["flow_bc_loss"]}
         loss, metrics = bc_loss(batch.obs_t, batch.action_t, self.behaviour)
         return loss, {"behaviour_nll": metrics["nll"]}
 
     def _negative_actions(self, batch: Any, index: int) -> Tensor | None:
         """(K, B, A) behaviour-model draws at the batch's states for critic ``index``'s
-        action-contrast term (``action_contrast_source="behaviour"``), else None (the loss
-        takes other anchors' actions)."""
+        action-contrast term (``action_contrast_source`` "behaviour" or "behaviour_flow": the
+        flow integrated from K noises per state), else None (the loss takes other anchors'
+        actions)."""
+        cfg: CVLConfig = self.config
         if self.behaviour is None or not self._action_contrast_weight(index):
             return None
         with torch.no_grad():
-            actions, _ = self.behaviour.sample(batch.obs_t, self.config.action_contrast_negatives)
+            if cfg.action_contrast_source == "behaviour_flow":
+                shape = (cfg.action_contrast_negatives, *batch.action_t.shape)
+                noise = standard_normal(shape, batch.action_t.dtype, batch.action_t.device)
+                return euler_integrate(self.behaviour, batch.obs_t, noise, cfg.flow_steps)
+            actions, _ = self.behaviour.sample(batch.obs_t, cfg.action_contrast_negatives)
         return actions
 
     def _action_contrast_weight(self, index: int) -> float:
