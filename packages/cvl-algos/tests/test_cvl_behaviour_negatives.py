@@ -1,8 +1,8 @@
 """The action-contrast term with negatives drawn from a behaviour model at the anchor's own
-state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow):
-the loss against a naive per-anchor reference in float64, the default negatives as a special
-case, each behaviour model's fit, the learner's draws, checkpoints, resumption, vectorised seeds
-and the config's refusals."""
+state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow),
+and uniform on the action box ("uniform"): the loss against a naive per-anchor reference in
+float64, the default negatives as a special case, each behaviour model's fit, the learner's
+draws, checkpoints, resumption, vectorised seeds and the config's refusals."""
 
 from __future__ import annotations
 
@@ -112,7 +112,23 @@ def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state
     assert not negatives.requires_grad
 
 
-@pytest.mark.parametrize("source", SOURCES)
+def test_uniform_negatives_are_fresh_draws_on_the_action_box():
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "uniform"}
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    assert learner.behaviour is None and "behaviour" not in learner.state_modules()
+    batch = make_contrastive_batch(0)
+    metrics = learner.update(batch)
+    assert "action_contrast_loss" in metrics and "behaviour_nll" not in metrics
+    first, second = learner._negative_actions(batch, 0), learner._negative_actions(batch, 0)
+    assert first.shape == (3, *batch.action_t.shape)
+    assert float(first.min()) >= -1.0 and float(first.max()) <= 1.0
+    assert not torch.equal(first, second)
+    # about uniform: each coordinate's mean near 0 and variance near 1/3 over many draws
+    many = torch.cat([learner._negative_actions(batch, 0) for _ in range(200)])
+    assert abs(float(many.mean())) < 0.02 and abs(float(many.var()) - 1 / 3) < 0.02
+
+
+@pytest.mark.parametrize("source", SOURCES + ("uniform",))
 def test_the_other_modules_start_as_without_the_behaviour_model(source):
     plain = {**BEHAVIOUR, "action_contrast_source": "batch"}
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
@@ -125,7 +141,7 @@ def test_the_other_modules_start_as_without_the_behaviour_model(source):
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", SOURCES + ("uniform",))
 def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -135,7 +151,7 @@ def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     check_save_load_act_resume(build, tmp_path)
 
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", SOURCES + ("uniform",))
 def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -156,8 +172,11 @@ def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
         {"action_contrast_source": "data"},
         {"action_contrast_source": "behaviour_flow", "action_contrast_weight": 0.0},
         {"action_contrast_source": "behaviour_flow", "action_contrast_bias": True},
+        {"action_contrast_source": "uniform", "action_contrast_weight": 0.0},
     ],
 )
 def test_config_refusals(overrides) -> None:
-    with pytest.raises(ValueError, match="action_contrast_source must be 'batch', 'behaviour' or"):
+    with pytest.raises(
+        ValueError, match="action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow' or"
+    ):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **{**BEHAVIOUR, **overrides})

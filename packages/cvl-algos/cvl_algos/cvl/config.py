@@ -90,7 +90,7 @@ class CVLConfig:
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
     """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
-    action_contrast_source: Literal["batch", "behaviour", "behaviour_flow"] = "batch"
+    action_contrast_source: Literal["batch", "behaviour", "behaviour_flow", "uniform"] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
     and carries the behaviour density ``log p(a | s) / p(a)`` beside what the action does to
@@ -103,7 +103,10 @@ class CVLConfig:
     hence "batch". "behaviour_flow": the same with a flow-matching behaviour model
     (`cvl_models.flow.VelocityField`, `flow_matching_loss`, ``flow_steps`` Euler steps), which
     can hold several modes at a state, so the negatives are the data's other behaviours there
-    rather than draws around their average (not in the paper)."""
+    rather than draws around their average (not in the paper). "uniform": K actions uniform
+    on the action box at every anchor, CQL's proposal, so the optimum is ``log p(a | s, s+)``
+    up to a function of ``(s, s+)``: it holds the whole behaviour density ``log p(a | s)``,
+    which is lowest at actions the data never takes at the state (not in the paper)."""
     action_contrast_bias: bool = False
     """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
     so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
@@ -401,7 +404,8 @@ class CVLConfig:
                 f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
                 f"got {self.action_contrast_negatives}"
             )
-        if self.action_contrast_source not in ("batch", "behaviour", "behaviour_flow") or (
+        sources = ("batch", "behaviour", "behaviour_flow", "uniform")
+        if self.action_contrast_source not in sources or (
             self.action_contrast_source != "batch"
             and (
                 not self.action_contrast_weight > 0.0
@@ -410,10 +414,10 @@ class CVLConfig:
             )
         ):
             raise ValueError(
-                f"action_contrast_source must be 'batch', 'behaviour' or 'behaviour_flow', and "
-                f"the behaviour models only "
-                f"with action_contrast_weight > 0, action_contrast_bias=False and "
-                f"bc_density_weight 0 (no density left for either to use), got "
+                f"action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow' or "
+                f"'uniform', and the last three only with action_contrast_weight > 0, "
+                f"action_contrast_bias=False and bc_density_weight 0 (both read the density "
+                f"that other anchors' actions put in the critic), got "
                 f"{self.action_contrast_source!r} with action_contrast_weight "
                 f"{self.action_contrast_weight!r}, action_contrast_bias "
                 f"{self.action_contrast_bias}, bc_density_weight {self.bc_density_weight!r}"

@@ -90,7 +90,7 @@ from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
 from cvl_models.flow import FlowPolicy, VelocityField, euler_integrate
-from cvl_models.noise import observation_seed, standard_normal
+from cvl_models.noise import observation_seed, standard_normal, uniform
 from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name", "redraw_seed"]
@@ -367,13 +367,16 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         return loss, {"behaviour_nll": metrics["nll"]}
 
     def _negative_actions(self, batch: Any, index: int) -> Tensor | None:
-        """(K, B, A) behaviour-model draws at the batch's states for critic ``index``'s
-        action-contrast term (``action_contrast_source`` "behaviour" or "behaviour_flow": the
-        flow integrated from K noises per state), else None (the loss takes other anchors'
-        actions)."""
+        """(K, B, A) negatives for critic ``index``'s action-contrast term: behaviour-model
+        draws at the batch's states (``action_contrast_source`` "behaviour", or "behaviour_flow":
+        the flow integrated from K noises per state), uniform actions on [-1, 1] ("uniform"),
+        else None (the loss takes other anchors' actions)."""
         cfg: CVLConfig = self.config
-        if self.behaviour is None or not self._action_contrast_weight(index):
+        if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
             return None
+        if cfg.action_contrast_source == "uniform":
+            shape = (cfg.action_contrast_negatives, *batch.action_t.shape)
+            return 2.0 * uniform(shape, batch.action_t.dtype, batch.action_t.device) - 1.0
         with torch.no_grad():
             if cfg.action_contrast_source == "behaviour_flow":
                 shape = (cfg.action_contrast_negatives, *batch.action_t.shape)
