@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from cvl_models.noise import uniform
+from cvl_models.noise import uniform_actions
 from cvl_models.policy import sample_tanh_gaussian
 
 __all__ = ["cql_proposals", "cql_terms"]
@@ -29,7 +29,7 @@ def cql_proposals(
     ``action`` (B, A) gives the shape and device.
     """
     shape = (num_samples, *action.shape)
-    action_uniform = uniform(shape, device=action.device) * 2.0 - 1.0
+    action_uniform = uniform_actions(shape, device=action.device)
     log_mu_uniform = torch.full(shape[:2], -action.shape[1] * math.log(2.0), device=action.device)
     action_pi, log_pi = sample_tanh_gaussian(*dist_obs, num_samples)
     action_pi_next, log_pi_next = sample_tanh_gaussian(*dist_next, num_samples)

@@ -31,7 +31,7 @@ from cvl_models.encoder import make_encoder
 from cvl_models.mlp import Torso, make_mlp
 from cvl_models.noise import standard_normal
 
-__all__ = ["FlowPolicy", "OneStepPolicy", "VelocityField", "euler_integrate"]
+__all__ = ["FlowPolicy", "OneStepPolicy", "VelocityField", "euler_integrate", "flow_samples"]
 
 
 class VelocityField(nn.Module):
@@ -105,6 +105,24 @@ def euler_integrate(
     return x.clamp(-1.0, 1.0)
 
 
+def flow_samples(
+    velocity: VelocityField,
+    obs: torch.Tensor,
+    num_samples: int,
+    steps: int,
+    noise_scale: float = 1.0,
+) -> torch.Tensor:
+    """``num_samples`` actions of the flow ``velocity`` per state: ``(N, *batch, A)``, each
+    integrated (`euler_integrate`) from ``noise_scale * z``, ``z ~ N(0, I)`` drawn through
+    `cvl_models.noise` (1: the flow's own distribution; below 1 a sampling temperature that
+    draws the samples toward the flow's modes)."""
+    batch = check_trailing(obs, velocity.obs_shape, "flow_samples obs")
+    dtype = next(velocity.parameters()).dtype
+    shape = (int(num_samples), *batch, velocity.action_dim)
+    noise = noise_scale * standard_normal(shape, dtype, obs.device)
+    return euler_integrate(velocity, obs, noise, steps)
+
+
 class FlowPolicy(nn.Module):
     """The behaviour flow ``velocity`` and the one-step policy ``onestep`` of FQL, one module.
 
@@ -154,8 +172,5 @@ class FlowPolicy(nn.Module):
     def behaviour_samples(
         self, obs: torch.Tensor, num_samples: int, steps: int, noise_scale: float = 1.0
     ) -> torch.Tensor:
-        """``N`` actions of the behaviour flow per state: ``(N, *batch, A)``, integrated from
-        ``noise_scale * z``, ``z ~ N(0, I)`` (1: the flow's own distribution; below 1 a sampling
-        temperature that draws the samples toward the flow's modes)."""
-        noise = noise_scale * self._noise(obs, num_samples)
-        return euler_integrate(self.velocity, obs, noise, steps)
+        """``N`` actions of the behaviour flow per state: ``(N, *batch, A)`` (`flow_samples`)."""
+        return flow_samples(self.velocity, obs, num_samples, steps, noise_scale)

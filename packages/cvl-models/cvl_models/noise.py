@@ -20,7 +20,14 @@ from typing import Protocol
 
 import torch
 
-__all__ = ["NoiseSource", "noise_source", "observation_seed", "standard_normal", "uniform"]
+__all__ = [
+    "NoiseSource",
+    "noise_source",
+    "observation_seed",
+    "standard_normal",
+    "uniform",
+    "uniform_actions",
+]
 
 
 class NoiseSource(Protocol):
@@ -58,6 +65,14 @@ def uniform(
 ) -> torch.Tensor:
     """``torch.rand(shape)`` (uniform on [0, 1)), or the current noise source's draw."""
     return _draw("uniform", shape, dtype, device)
+
+
+def uniform_actions(
+    shape: Sequence[int], dtype: torch.dtype | None = None, device: torch.device | str = "cpu"
+) -> torch.Tensor:
+    """Actions uniform on the action box ``[-1, 1)^A`` (``shape`` ends in A): ``2 u - 1`` with
+    ``u`` from :func:`uniform`."""
+    return uniform(shape, dtype, device) * 2.0 - 1.0
 
 
 def observation_seed(obs: torch.Tensor, salt: int) -> int:

@@ -89,8 +89,8 @@ from cvl_algos.cvl.q import (
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
-from cvl_models.flow import FlowPolicy, VelocityField, euler_integrate
-from cvl_models.noise import observation_seed, standard_normal, uniform
+from cvl_models.flow import FlowPolicy, VelocityField, flow_samples
+from cvl_models.noise import observation_seed, uniform_actions
 from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name", "redraw_seed"]
@@ -374,15 +374,14 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
             return None
+        num = cfg.action_contrast_negatives
         if cfg.action_contrast_source == "uniform":
-            shape = (cfg.action_contrast_negatives, *batch.action_t.shape)
-            return 2.0 * uniform(shape, batch.action_t.dtype, batch.action_t.device) - 1.0
+            shape = (num, *batch.action_t.shape)
+            return uniform_actions(shape, batch.action_t.dtype, batch.action_t.device)
         with torch.no_grad():
             if cfg.action_contrast_source == "behaviour_flow":
-                shape = (cfg.action_contrast_negatives, *batch.action_t.shape)
-                noise = standard_normal(shape, batch.action_t.dtype, batch.action_t.device)
-                return euler_integrate(self.behaviour, batch.obs_t, noise, cfg.flow_steps)
-            actions, _ = self.behaviour.sample(batch.obs_t, cfg.action_contrast_negatives)
+                return flow_samples(self.behaviour, batch.obs_t, num, cfg.flow_steps)
+            actions, _ = self.behaviour.sample(batch.obs_t, num)
         return actions
 
     def _action_contrast_weight(self, index: int) -> float:
