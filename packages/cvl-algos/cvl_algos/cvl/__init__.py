@@ -1,7 +1,7 @@
 """Contrastive Value Learning (Mazoure, Eysenbach, Nachum, Tompson): config, losses, Q, learner."""
 
 from cvl_algos.cvl.config import CVLConfig, CVLMCConfig
-from cvl_algos.cvl.learner import CVLLearner, CVLMCLearner, XiState
+from cvl_algos.cvl.learner import CVLLearner, CVLMCLearner
 from cvl_algos.cvl.losses import (
     contrastive_critic_loss,
     infonce_partition_loss,
@@ -11,6 +11,7 @@ from cvl_algos.cvl.losses import (
     td_infonce_partition_loss,
 )
 from cvl_algos.cvl.q import (
+    XiState,
     detached_phi,
     direct_q_fn,
     q_direct,

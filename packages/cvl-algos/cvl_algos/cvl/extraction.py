@@ -21,19 +21,31 @@ Each returns ``(loss, metrics)``; ``q_fn`` must leave the critic's parameters wi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from einops import rearrange, reduce
 from torch import Tensor, nn
 
-from cvl_algos.cvl.losses import QFn, batch_zscore, weighted_log_likelihood
+from cvl_algos.cvl.losses import (
+    QFn,
+    awr_policy_loss,
+    batch_zscore,
+    crr_binary_policy_loss,
+    policy_loss,
+    weighted_log_likelihood,
+)
 from cvl_models.flow import euler_integrate
 from cvl_models.noise import standard_normal, uniform
 from cvl_models.policy import action_log_prob
 
+if TYPE_CHECKING:
+    from cvl_algos.cvl.config import CVLConfig
+
 __all__ = [
+    "EXTRACTION_LOSSES",
     "ddpg_bc_policy_loss",
+    "extraction_kwargs",
     "flow_matching_loss",
     "fql_policy_loss",
     "normalized_q_objective",
@@ -217,3 +229,44 @@ def fql_policy_loss(
         }
     )
     return loss, metrics
+
+
+EXTRACTION_LOSSES = {
+    "kl": policy_loss,
+    "awr": awr_policy_loss,
+    "crr": crr_binary_policy_loss,
+    "ddpgbc": ddpg_bc_policy_loss,
+    "flow": fql_policy_loss,
+    "flow_select": flow_matching_loss,
+}
+"""The loss of each `CVLConfig.policy_extraction`."""
+
+
+def extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
+    """The config's settings that the extraction's loss takes."""
+    if cfg.policy_extraction == "awr":
+        return {
+            "num_action_samples": cfg.num_action_samples,
+            "beta": cfg.awr_beta,
+            "max_weight": cfg.awr_max_weight,
+        }
+    if cfg.policy_extraction == "crr":
+        return {"num_action_samples": cfg.num_action_samples}
+    if cfg.policy_extraction == "ddpgbc":
+        return {
+            "alpha": cfg.bc_alpha,
+            "fixed_std": cfg.bc_fixed_std,
+            "q_weight_beta": cfg.bc_q_weight_beta,
+            "q_weight_baseline": cfg.bc_q_weight_baseline,
+            "other_weight": cfg.bc_other_weight,
+            "q_cap": cfg.bc_q_cap,
+        }
+    if cfg.policy_extraction == "flow":
+        return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
+    return {
+        "num_action_samples": cfg.num_action_samples,
+        "alpha": cfg.alpha,
+        "lambda_bc": cfg.lambda_bc,
+        "tau_bc": cfg.tau_bc,
+        "normalize_q": cfg.normalize_q,
+    }

@@ -25,59 +25,10 @@ from cvl_algos.bc import bc_loss
 from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
-from cvl_algos.cvl.extraction import ddpg_bc_policy_loss, flow_matching_loss, fql_policy_loss
-from cvl_algos.cvl.losses import (
-    QFn,
-    awr_policy_loss,
-    contrastive_critic_loss,
-    crr_binary_policy_loss,
-    policy_loss,
-    td_contrastive_critic_loss,
-)
-from cvl_algos.cvl.readouts import CriticReadouts
-
-EXTRACTION_LOSSES = {
-    "kl": policy_loss,
-    "awr": awr_policy_loss,
-    "crr": crr_binary_policy_loss,
-    "ddpgbc": ddpg_bc_policy_loss,
-    "flow": fql_policy_loss,
-    "flow_select": flow_matching_loss,
-}
-"""The loss of each `CVLConfig.policy_extraction`."""
-
-
-def _extraction_kwargs(cfg: CVLConfig) -> dict[str, Any]:
-    """The config's settings that the extraction's loss takes."""
-    if cfg.policy_extraction == "awr":
-        return {
-            "num_action_samples": cfg.num_action_samples,
-            "beta": cfg.awr_beta,
-            "max_weight": cfg.awr_max_weight,
-        }
-    if cfg.policy_extraction == "crr":
-        return {"num_action_samples": cfg.num_action_samples}
-    if cfg.policy_extraction == "ddpgbc":
-        return {
-            "alpha": cfg.bc_alpha,
-            "fixed_std": cfg.bc_fixed_std,
-            "q_weight_beta": cfg.bc_q_weight_beta,
-            "q_weight_baseline": cfg.bc_q_weight_baseline,
-            "other_weight": cfg.bc_other_weight,
-            "q_cap": cfg.bc_q_cap,
-        }
-    if cfg.policy_extraction == "flow":
-        return {"alpha": cfg.bc_alpha, "flow_steps": cfg.flow_steps}
-    return {
-        "num_action_samples": cfg.num_action_samples,
-        "alpha": cfg.alpha,
-        "lambda_bc": cfg.lambda_bc,
-        "tau_bc": cfg.tau_bc,
-        "normalize_q": cfg.normalize_q,
-    }
-
-
+from cvl_algos.cvl.extraction import EXTRACTION_LOSSES, extraction_kwargs, flow_matching_loss
+from cvl_algos.cvl.losses import QFn, contrastive_critic_loss, td_contrastive_critic_loss
 from cvl_algos.cvl.q import (
+    XiState,
     direct_log_density_fn,
     direct_q_fn,
     ensemble_q_fn,
@@ -86,6 +37,7 @@ from cvl_algos.cvl.q import (
     xi_estimate,
     xi_zeta_estimate,
 )
+from cvl_algos.cvl.readouts import CriticReadouts
 from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
@@ -93,7 +45,7 @@ from cvl_models.flow import FlowPolicy, VelocityField, flow_samples
 from cvl_models.noise import observation_seed, uniform_actions
 from cvl_models.rff import make_random_features
 
-__all__ = ["CVLLearner", "CVLMCLearner", "XiState", "critic_name", "redraw_seed"]
+__all__ = ["CVLLearner", "CVLMCLearner", "critic_name", "redraw_seed"]
 
 
 def critic_name(index: int, base: str = "critic") -> str:
@@ -106,27 +58,6 @@ def redraw_seed(seed: int, step: int) -> int:
     """The seed of the features ``rff_redraw`` draws at update ``step`` of learner ``seed``: a
     function of the two alone, so a resumed run draws what an uninterrupted one drew."""
     return (int(seed) + 1) * 1_000_003 + int(step)
-
-
-class XiState(nn.Module):
-    """Buffers of the RFF estimator: ``xi`` (D,), how many labelled batches it has seen and,
-    for the self-normalised estimator, ``zeta`` (D,).
-
-    The first labelled batch sets ``xi`` to its own estimate (an EMA started from zeros would
-    scale Q by ``1 - beta^n`` during its first ~1/(1-beta) updates); later batches average in
-    with weight ``1 - beta_xi``.
-    """
-
-    xi: Tensor
-    count: Tensor
-    zeta: Tensor | None
-
-    def __init__(self, num_features: int, self_normalized: bool = False) -> None:
-        super().__init__()
-        self.register_buffer("xi", torch.zeros(num_features))
-        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
-        # zeta = EMA of mean_j F(psi_target(s+_j)), the denominator of the self-normalised Q
-        self.register_buffer("zeta", torch.zeros(num_features) if self_normalized else None)
 
 
 class CVLLearner(CriticReadouts, PretrainingLearner):
@@ -466,9 +397,9 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"])
         if cfg.policy_extraction == "flow":
             return self._extraction_loss(
-                self.policy, q_fn, batch.obs_t, batch.action_t, **_extraction_kwargs(cfg)
+                self.policy, q_fn, batch.obs_t, batch.action_t, **extraction_kwargs(cfg)
             )
-        kwargs = _extraction_kwargs(cfg)
+        kwargs = extraction_kwargs(cfg)
         if cfg.bc_density_weight:
             kwargs["density_fn"] = direct_log_density_fn(self.critic, carry["psi_future"])
             kwargs["density_weight"] = cfg.bc_density_weight

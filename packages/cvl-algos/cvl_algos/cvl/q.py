@@ -342,3 +342,24 @@ def direct_log_density_fn(
         return rearrange(d, "(n b) -> n b", n=actions.shape[0])
 
     return d_fn
+
+
+class XiState(nn.Module):
+    """Buffers of the RFF estimator: ``xi`` (D,), how many labelled batches it has seen and,
+    for the self-normalised estimator, ``zeta`` (D,).
+
+    The first labelled batch sets ``xi`` to its own estimate (an EMA started from zeros would
+    scale Q by ``1 - beta^n`` during its first ~1/(1-beta) updates); later batches average in
+    with weight ``1 - beta_xi``.
+    """
+
+    xi: Tensor
+    count: Tensor
+    zeta: Tensor | None
+
+    def __init__(self, num_features: int, self_normalized: bool = False) -> None:
+        super().__init__()
+        self.register_buffer("xi", torch.zeros(num_features))
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+        # zeta = EMA of mean_j F(psi_target(s+_j)), the denominator of the self-normalised Q
+        self.register_buffer("zeta", torch.zeros(num_features) if self_normalized else None)
