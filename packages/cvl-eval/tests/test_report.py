@@ -3,6 +3,7 @@
 import csv
 import dataclasses
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -129,6 +130,20 @@ def test_bad_report_requests_fail_clearly(runs_root, tmp_path, runs, algorithms,
                 runs=(str(where[runs]),), out_dir=str(tmp_path / "out"), algorithms=algorithms
             )
         )
+
+
+def test_two_runs_of_one_label_task_and_seed_are_refused_before_anything_is_written(
+    runs_root, tmp_path
+):
+    """A second root holding bc's reach seed 0 again (e.g. another dataset of the same task)."""
+    shutil.copytree(runs_root / "runs" / "bc" / "seed_0", tmp_path / "other" / "bc" / "seed_0")
+    out = tmp_path / "out"
+    config = ReportConfig(runs=(str(runs_root / "runs"), str(tmp_path / "other")), out_dir=str(out))
+    with pytest.raises(ConfigError, match="two runs of bc on reach-v3 seed 0: .* and "):
+        report(config)
+    assert not out.exists()
+    # cvl is not repeated: its report goes through
+    report(dataclasses.replace(config, algorithms=("cvl",), bootstrap_reps=50))
 
 
 def test_improvement_pairs_are_chosen_and_checked(runs_root, tmp_path):

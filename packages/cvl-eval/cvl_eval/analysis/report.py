@@ -145,7 +145,24 @@ def _selected_runs(config: ReportConfig) -> tuple[list[str], list[RunRecord]]:
     missing = [a for a in algorithms if a not in present]
     if missing:
         raise ConfigError(f"no finished runs of {missing}; found {present}")
-    return algorithms, [r for r in runs if r.label in algorithms]
+    selected = [r for r in runs if r.label in algorithms]
+    _refuse_repeated_runs(selected)
+    return algorithms, selected
+
+
+def _refuse_repeated_runs(runs: list[RunRecord]) -> None:
+    """Two runs of one label, task and seed would be averaged into one table cell and one
+    rliable column (e.g. a task's mixture and its stitch dataset under two roots): refused,
+    with both folders named, before anything is written."""
+    seen: dict[tuple[str, str, int], RunRecord] = {}
+    for run in runs:
+        key = (run.label, run.task, run.seed)
+        if key in seen:
+            raise ConfigError(
+                f"two runs of {run.label} on {run.task} seed {run.seed}: {seen[key].path} and "
+                f"{run.path}; report them separately or give them different --label"
+            )
+        seen[key] = run
 
 
 def _write_tables(returns, successes, algorithms: list[str], out: Path) -> dict[str, str]:
