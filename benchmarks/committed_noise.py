@@ -15,6 +15,10 @@ over the episodes (the environments run side by side, one policy call per step):
 - ``select_fresh``: the best of K fresh noises by Q at every step (SfBC's sampling);
 - ``commit_q``: the best of the same K noises by Q at the episode's first step, then held;
 - ``recommit_q``: as ``commit_q``, chosen again every ``--recommit-every`` steps;
+- ``select_ascent``: ``select``'s action, then ``--ascent-steps`` steps of length
+  ``--ascent-step-size`` up the critic's Q along its normalised action gradient (clipped to the
+  action box), acting with the iterate of highest Q: the flow picks the behaviour, the critic's
+  gradient removes the data's action noise within it, as DDPG+BC's mode climbs Q;
 - ``onestep_zero`` / ``onestep_fresh``: the distilled one-step policy of a ``"flow"`` extraction
   or of FQL, with the noise 0 (how the learners act) or a fresh noise at every step (how FQL's
   reference code evaluates).
@@ -53,12 +57,13 @@ MODES = (
     "committed",
     "select",
     "select_fresh",
+    "select_ascent",
     "commit_q",
     "recommit_q",
     "onestep_zero",
     "onestep_fresh",
 )
-NEEDS_Q = ("select", "select_fresh", "commit_q", "recommit_q")
+NEEDS_Q = ("select", "select_fresh", "select_ascent", "commit_q", "recommit_q")
 
 
 class FlowActor:
@@ -77,6 +82,8 @@ class FlowActor:
         recommit_every: int,
         seed: int,
         noise_scale: float = 1.0,
+        ascent_steps: int = 0,
+        ascent_step_size: float = 0.0,
     ):
         if mode not in MODES:
             raise ValueError(f"--modes: expected some of {MODES}, got {mode!r}")
@@ -95,6 +102,7 @@ class FlowActor:
         self.action_dim = policy.action_dim
         self.generator = torch.Generator().manual_seed(seed)
         self.noise_scale = noise_scale
+        self.ascent_steps, self.ascent_step_size = ascent_steps, ascent_step_size
         self.noise: torch.Tensor | None = None
         self.choice: torch.Tensor | None = None
         self.step, self.switches = 0, 0
@@ -116,6 +124,8 @@ class FlowActor:
             return self.onestep(obs_t, torch.zeros(batch, self.action_dim)).clamp(-1.0, 1.0)
         if self.mode == "onestep_fresh":
             return self.onestep(obs_t, self._randn(batch, self.action_dim)).clamp(-1.0, 1.0)
+        if self.mode == "select_ascent":
+            return self._ascend(obs_t, best_by_q(*self._scored(obs_t, self.noise)))
         if self.mode in ("select", "select_fresh"):
             noise = self.noise
             if self.mode == "select_fresh":
@@ -136,6 +146,20 @@ class FlowActor:
                 self.choice = best
             noise = self.noise[self.choice, torch.arange(batch)]
         return euler_integrate(self.velocity, obs_t, noise, self.steps)
+
+    def _ascend(self, obs_t: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``ascent_steps`` normalised gradient steps of Q from ``action`` (B, A), each of length
+        ``ascent_step_size`` and clipped to the action box; per row the iterate of highest Q."""
+        iterates = [action]
+        with torch.enable_grad():
+            for _ in range(self.ascent_steps):
+                current = iterates[-1].detach().requires_grad_(True)
+                q = self.q_fn(obs_t, current.unsqueeze(0)).sum()
+                (grad,) = torch.autograd.grad(q, current)
+                step = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+                iterates.append((current + self.ascent_step_size * step).clamp(-1.0, 1.0).detach())
+        candidates = torch.stack(iterates)
+        return best_by_q(candidates, self.q_fn(obs_t, candidates))
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
@@ -163,7 +187,14 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
     for mode in args.modes:
         start = time.perf_counter()
         actor = FlowActor(
-            learner, mode, args.candidates, args.recommit_every, args.seed, args.noise_scale
+            learner,
+            mode,
+            args.candidates,
+            args.recommit_every,
+            args.seed,
+            args.noise_scale,
+            args.ascent_steps,
+            args.ascent_step_size,
         )
         result = evaluate_policy(
             task, actor, args.episodes, seed=args.eval_seed, num_envs=args.episodes
@@ -175,6 +206,8 @@ def evaluate_modes(args: argparse.Namespace) -> list[dict]:
                 "mode": mode,
                 "candidates": args.candidates,
                 "noise_scale": args.noise_scale,
+                "ascent_steps": args.ascent_steps if mode == "select_ascent" else 0,
+                "ascent_step_size": args.ascent_step_size if mode == "select_ascent" else 0.0,
                 "success": result.success_rate,
                 "return": result.mean_return,
                 "episode_successes": [bool(s) for s in result.successes],
@@ -197,11 +230,20 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=32, help="K noises per episode")
     parser.add_argument("--recommit-every", type=int, default=25)
     parser.add_argument("--noise-scale", type=float, default=1.0, help="multiplies every noise")
+    parser.add_argument("--ascent-steps", type=int, default=10, help="select_ascent's steps")
+    parser.add_argument(
+        "--ascent-step-size", type=float, default=0.03, help="select_ascent's step length"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the noises")
     parser.add_argument("--eval-seed", type=int, default=100, help="cvl-train's default")
     args = parser.parse_args()
     if args.episodes < 1 or args.candidates < 1 or args.recommit_every < 1:
         parser.error("--episodes, --candidates and --recommit-every must be >= 1")
+    if args.ascent_steps < 0 or not 0.0 <= args.ascent_step_size <= 2.0:
+        parser.error(
+            "--ascent-steps must be >= 0 and --ascent-step-size in [0, 2], got "
+            f"{args.ascent_steps} and {args.ascent_step_size}"
+        )
     if not 0.0 <= args.noise_scale <= 10.0:
         parser.error(f"--noise-scale: expected a number in [0, 10], got {args.noise_scale}")
     if args.step != "final" and not args.step.isdigit():
