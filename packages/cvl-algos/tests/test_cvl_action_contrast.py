@@ -164,3 +164,22 @@ def test_config_refusals() -> None:
             action_contrast_weight=1.0,
             action_contrast_negatives=8,
         )
+    with pytest.raises(ValueError, match="must be >= 1 with action_contrast_source 'uniform'"):
+        make_learner(
+            "cvl_mc",
+            (OBS_DIM,),
+            ACTION_DIM,
+            action_contrast_weight=1.0,
+            action_contrast_negatives=0,
+            action_contrast_source="uniform",
+        )
+    # uniform negatives are drawn, not taken from the batch: more of them than anchors is fine
+    make_learner(
+        "cvl_mc",
+        (OBS_DIM,),
+        ACTION_DIM,
+        batch_size=4,
+        action_contrast_weight=1.0,
+        action_contrast_negatives=8,
+        action_contrast_source="uniform",
+    )

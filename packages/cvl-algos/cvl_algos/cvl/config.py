@@ -89,7 +89,9 @@ class CVLConfig:
     mixtures IQM 0.37 -> 0.60, the suite's mixtures 0.96 -> 0.93, the hard suite 0.94 -> 0.80
     (docs/results.md, "A critic that must tell actions apart"), hence off in the presets."""
     action_contrast_negatives: int = 8
-    """Other anchors' actions per anchor in `action_contrastive_loss` (1 to batch size - 1)."""
+    """Negative actions per anchor in `action_contrastive_loss`: other anchors' actions (1 to
+    batch size - 1) for ``action_contrast_source="batch"``, any number >= 1 for the sources that
+    draw their own."""
     action_contrast_source: Literal["batch", "behaviour", "behaviour_flow", "uniform"] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
@@ -401,12 +403,17 @@ class CVLConfig:
                 f"(its bootstrap has its own targets), got {self.action_contrast_weight} with "
                 f"{self.critic_objective!r}"
             )
+        # Other anchors' actions ("batch") are at most batch_size - 1; the other sources draw
+        # their own negatives, any number of them.
+        most = self.batch_size - 1 if self.action_contrast_source == "batch" else None
         if self.action_contrast_weight > 0.0 and not (
-            1 <= self.action_contrast_negatives < self.batch_size
+            1 <= self.action_contrast_negatives
+            and (most is None or self.action_contrast_negatives <= most)
         ):
+            bound = f"in [1, batch_size - 1 = {most}]" if most is not None else ">= 1"
             raise ValueError(
-                f"action_contrast_negatives must be in [1, batch_size - 1 = {self.batch_size - 1}], "
-                f"got {self.action_contrast_negatives}"
+                f"action_contrast_negatives must be {bound} with action_contrast_source "
+                f"{self.action_contrast_source!r}, got {self.action_contrast_negatives}"
             )
         sources = ("batch", "behaviour", "behaviour_flow", "uniform")
         if self.action_contrast_source not in sources or (

@@ -69,6 +69,9 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
         "policy_extraction=ddpgbc",
         "bc_alpha=0.3",
         "policy_ema_tau=0.001",
+        "action_contrast_weight=1.0",
+        "action_contrast_negatives=8",
+        'action_contrast_source="uniform"',
     ),
     "cvl": (
         "temperature=0.1",
