@@ -87,8 +87,10 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
 (`cvl_eval.pipelines.preset_settings.MIXED_OVERRIDES`, which documents the measurements): the
 self-normalised Q estimate, a critic at temperature 0.1 (paper: 1) and DDPG+BC extraction at
 alpha 0.3 (paper: the KL form) acting with the polyak average of the policy (tau 0.001;
-paper: the trained policy) for both CVL estimators, and for CVL with RFF 4096 positive random
-features (FAVOR+; paper: trigonometric). On the quickstart's own mixture (seeds 0 / 1 / 2, final
+paper: the trained policy) for both CVL estimators, for CVL with RFF 4096 positive random
+features (FAVOR+; paper: trigonometric), and for CVL without RFF a critic term that tells the
+data's action apart from 8 uniform actions at the same state and future (paper: no such term;
+`CVLConfig.action_contrast_source`). On the quickstart's own mixture (seeds 0 / 1 / 2, final
 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
 100% / 80%, the KL form 20% / 80% / 80%, the flow policy 70% / 100% / 100%, DDPG+BC at 0.1
 0% / 80% / 70%; BC 0% on every seed."""
