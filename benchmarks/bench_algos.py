@@ -36,6 +36,15 @@ from cvl_algos import make_learner
 from cvl_algos.runtime import process_settings
 from cvl_data import ContrastiveBatch, TransitionBatch
 
+PRESET_CVL_MC = {
+    "temperature": 0.1,
+    "self_normalized": True,
+    "normalize_q": True,
+    "policy_extraction": "ddpgbc",
+    "bc_alpha": 0.3,
+    "policy_ema_tau": 0.001,
+}
+
 # name shown -> (registry name, config overrides)
 ALGOS = {
     "bc": ("bc", {}),
@@ -47,6 +56,18 @@ ALGOS = {
     "cvl_mc_action_contrast": (
         "cvl_mc",
         {"action_contrast_weight": 1.0, "action_contrast_negatives": 8},
+    ),
+    # the presets' CVL without RFF on mixed-quality and hard data (`MIXED_OVERRIDES`), without
+    # and with its critic term's uniform negatives
+    "cvl_mc_presets_plain": ("cvl_mc", PRESET_CVL_MC),
+    "cvl_mc_presets": (
+        "cvl_mc",
+        {
+            **PRESET_CVL_MC,
+            "action_contrast_weight": 1.0,
+            "action_contrast_negatives": 8,
+            "action_contrast_source": "uniform",
+        },
     ),
     # the presets' CVL with RFF (positive features, self-normalised), one draw or a new draw
     # every update (`rff_redraw`)
