@@ -176,9 +176,9 @@ PRESETS: dict[str, Preset] = {
         "table, rliable IQM and probability of improvement (paper table 3's data).",
         ("bc", "filtered_bc", "cql", "cql_uds", "iql", "cvl_mc", "cvl_mc_pretrained"),
         # The mixed preset's learners and settings without CVL's action-contrast term (not
-        # measured on replay data, `PLAIN_CRITIC_OVERRIDES`); SAC at the learners' CPU sizes (128 x 128,
-        # batch 256; the paper's DenseNet torso): 100k frames in about 25 min on one core
-        # (docs/reproducing.md).
+        # measured on replay data, `PLAIN_CRITIC_OVERRIDES`); SAC at the learners' CPU sizes
+        # (128 x 128, batch 256; the paper's DenseNet torso): 100k frames in about 25 min on one
+        # core (docs/reproducing.md).
         default=_suite_budget(
             REPLAY_TASKS,
             data_kind="sac",
