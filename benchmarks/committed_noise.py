@@ -150,16 +150,19 @@ class FlowActor:
     def _ascend(self, obs_t: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``ascent_steps`` normalised gradient steps of Q from ``action`` (B, A), each of length
         ``ascent_step_size`` and clipped to the action box; per row the iterate of highest Q."""
-        iterates = [action]
+        iterates, values = [], []
+        current = action
         with torch.enable_grad():
-            for _ in range(self.ascent_steps):
-                current = iterates[-1].detach().requires_grad_(True)
-                q = self.q_fn(obs_t, current.unsqueeze(0)).sum()
-                (grad,) = torch.autograd.grad(q, current)
-                step = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-                iterates.append((current + self.ascent_step_size * step).clamp(-1.0, 1.0).detach())
-        candidates = torch.stack(iterates)
-        return best_by_q(candidates, self.q_fn(obs_t, candidates))
+            for k in range(self.ascent_steps + 1):
+                current = current.detach().requires_grad_(k < self.ascent_steps)
+                q = self.q_fn(obs_t, current.unsqueeze(0))[0]  # (B,), each iterate scored once
+                iterates.append(current.detach())
+                values.append(q.detach())
+                if k < self.ascent_steps:
+                    (grad,) = torch.autograd.grad(q.sum(), current)
+                    step = grad / grad.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+                    current = (current + self.ascent_step_size * step).clamp(-1.0, 1.0)
+        return best_by_q(torch.stack(iterates), torch.stack(values))
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:
