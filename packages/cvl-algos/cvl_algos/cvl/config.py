@@ -7,6 +7,7 @@ we chose, marked "not in the paper" below.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -408,12 +409,10 @@ class CVLConfig:
             )
         # Other anchors' actions ("batch") are at most batch_size - 1; the other sources draw
         # their own negatives, any number of them.
-        most = self.batch_size - 1 if self.action_contrast_source == "batch" else None
-        if self.action_contrast_weight > 0.0 and not (
-            1 <= self.action_contrast_negatives
-            and (most is None or self.action_contrast_negatives <= most)
-        ):
-            bound = f"in [1, batch_size - 1 = {most}]" if most is not None else ">= 1"
+        from_batch = self.action_contrast_source == "batch"
+        most = self.batch_size - 1 if from_batch else math.inf
+        if self.action_contrast_weight > 0.0 and not 1 <= self.action_contrast_negatives <= most:
+            bound = f"in [1, batch_size - 1 = {most}]" if from_batch else ">= 1"
             raise ValueError(
                 f"action_contrast_negatives must be {bound} with action_contrast_source "
                 f"{self.action_contrast_source!r}, got {self.action_contrast_negatives}"
