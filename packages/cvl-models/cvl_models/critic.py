@@ -92,23 +92,47 @@ class StateActionEmbedding(nn.Module):
     ) -> torch.Tensor:
         """``phi(s_b, a_kb)`` for ``K`` actions at each of ``B`` states: (B, ...) and (K, B, A)
         -> (K, B, latent). The encoder runs once per state, not once per pair (for pixels an
-        IMPALA pass is most of ``phi``'s cost). ``call(module, *args)`` runs the encoder and the
-        DenseNet (default: plainly; the policy loss passes ``cvl_algos``' ``frozen_call`` so
-        that no gradient reaches the critic's parameters)."""
-        return self.head(self.encode_for_actions(obs, actions, call), actions, call)
+        IMPALA pass is most of ``phi``'s cost), and so do the state's columns of every layer of
+        the MLP (`cvl_models.mlp.DenseMLP.forward_shared`: ``W [z; s; a] = W_z z + W_s s +
+        W_a a``, the ``W_s s`` product once per state; for Meta-World's 39 + 4 inputs through
+        128 x 128 a third of the MLP's multiply-adds). ``call(module, *args)`` runs the encoder
+        and the MLP (default: plainly; the policy loss passes ``cvl_algos``' ``frozen_call`` so
+        that no gradient reaches the critic's parameters). Equal to `forward` on each pair
+        within float rounding."""
+        encoded = call(self.encoder, self._check_actions(obs, actions, "phi"))
+        out = call(_SharedForward(self.mlp), encoded, actions)
+        return l2_normalize(out) if self.normalize else out
 
     def encode_for_actions(
         self, obs: torch.Tensor, actions: torch.Tensor, call: ModuleCall = _call, what: str = "phi"
     ) -> torch.Tensor:
         """``encoder(s_b)`` repeated for each of ``K`` actions: (B, ...) and (K, B, A) -> (K, B,
         E), each state encoded once; shapes checked, errors named by ``what``."""
+        encoded = call(self.encoder, self._check_actions(obs, actions, what))
+        return repeat(encoded, "b e -> k b e", k=actions.shape[0])
+
+    def _check_actions(self, obs: torch.Tensor, actions: torch.Tensor, what: str) -> torch.Tensor:
+        """``obs`` after checking it is (B, *obs_shape) and ``actions`` (K, B, A)."""
         obs_batch = check_trailing(obs, self.obs_shape, f"{what} obs")
         if actions.dim() != 3 or actions.shape[1:] != (*obs_batch, self.action_dim):
             raise ValueError(
                 f"{what} actions: expected (K, {obs_batch[0]}, {self.action_dim}), "
                 f"got {tuple(actions.shape)}"
             )
-        return repeat(call(self.encoder, obs), "b e -> k b e", k=actions.shape[0])
+        return obs
+
+
+class _SharedForward(nn.Module):
+    """An MLP's ``forward_shared`` as a module's ``forward``, so that a ``call`` such as
+    ``frozen_call`` (``torch.func.functional_call``, which runs ``forward``) can run it. Built
+    per call and never registered: the MLP's parameters stay owned by its embedding alone."""
+
+    def __init__(self, mlp: nn.Module) -> None:
+        super().__init__()
+        self.mlp = mlp
+
+    def forward(self, shared: torch.Tensor, per_item: torch.Tensor) -> torch.Tensor:
+        return self.mlp.forward_shared(shared, per_item)
 
 
 class StateEmbedding(nn.Module):
