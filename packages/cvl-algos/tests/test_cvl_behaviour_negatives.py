@@ -128,7 +128,39 @@ def test_uniform_negatives_are_fresh_draws_on_the_action_box():
     assert abs(float(many.mean())) < 0.02 and abs(float(many.var()) - 1 / 3) < 0.02
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform",))
+def test_perturbed_negatives_are_the_data_action_plus_clipped_noise():
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "perturbed"}
+    learner = make_learner(
+        "cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, action_contrast_noise=0.1, **config
+    )
+    assert learner.behaviour is None and "behaviour" not in learner.state_modules()
+    batch = make_contrastive_batch(0)
+    metrics = learner.update(batch)
+    assert "action_contrast_loss" in metrics and "behaviour_nll" not in metrics
+    first, second = learner._negative_actions(batch, 0), learner._negative_actions(batch, 0)
+    assert first.shape == (3, *batch.action_t.shape)
+    assert float(first.min()) >= -1.0 and float(first.max()) <= 1.0
+    assert not torch.equal(first, second) and not first.requires_grad
+    # away from the box's faces the offsets are N(0, 0.1^2) per coordinate
+    many = torch.cat([learner._negative_actions(batch, 0) for _ in range(400)])
+    inside = (batch.action_t.abs() < 0.6).expand_as(many)
+    offsets = (many - batch.action_t)[inside]
+    assert abs(float(offsets.mean())) < 0.01 and abs(float(offsets.std()) - 0.1) < 0.01
+    # at a face the clip holds them on the box: batch.action_t[0] is exactly 1
+    assert float(many[:, 0].max()) == 1.0 and bool((many[:, 0] < 1.0).any())
+
+
+def test_perturbed_noise_is_checked_and_read_by_that_source_alone():
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "perturbed"}
+    for bad in (0.0, -0.1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="action_contrast_noise must be a finite std > 0"):
+            make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, action_contrast_noise=bad, **config)
+    uniform = {**config, "action_contrast_source": "uniform"}
+    with pytest.raises(ValueError, match="read only with action_contrast_source='perturbed'"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, action_contrast_noise=0.5, **uniform)
+
+
+@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
 def test_the_other_modules_start_as_without_the_behaviour_model(source):
     plain = {**BEHAVIOUR, "action_contrast_source": "batch"}
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
@@ -141,7 +173,7 @@ def test_the_other_modules_start_as_without_the_behaviour_model(source):
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform",))
+@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
 def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -151,7 +183,7 @@ def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     check_save_load_act_resume(build, tmp_path)
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform",))
+@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
 def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -173,10 +205,11 @@ def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
         {"action_contrast_source": "behaviour_flow", "action_contrast_weight": 0.0},
         {"action_contrast_source": "behaviour_flow", "action_contrast_bias": True},
         {"action_contrast_source": "uniform", "action_contrast_weight": 0.0},
+        {"action_contrast_source": "perturbed", "action_contrast_weight": 0.0},
     ],
 )
 def test_config_refusals(overrides) -> None:
     with pytest.raises(
-        ValueError, match="action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow' or"
+        ValueError, match="action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow',"
     ):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **{**BEHAVIOUR, **overrides})

@@ -21,6 +21,8 @@ EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 CRITIC_OBJECTIVES = ("infonce", "binary", "td_infonce")
 """The values of `CVLConfig.critic_objective`."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
+ACTION_CONTRAST_NOISE = 0.3
+"""Default std of ``action_contrast_source="perturbed"``'s negatives around the data's action."""
 """The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
 
 
@@ -95,7 +97,9 @@ class CVLConfig:
     """Negative actions per anchor in `action_contrastive_loss`: other anchors' actions (1 to
     batch size - 1) for ``action_contrast_source="batch"``, any number >= 1 for the sources that
     draw their own."""
-    action_contrast_source: Literal["batch", "behaviour", "behaviour_flow", "uniform"] = "batch"
+    action_contrast_source: Literal[
+        "batch", "behaviour", "behaviour_flow", "uniform", "perturbed"
+    ] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
     and carries the behaviour density ``log p(a | s) / p(a)`` beside what the action does to
@@ -116,7 +120,15 @@ class CVLConfig:
     state (not in the paper). With weight 1 and K = 8 the presets' default on mixed-quality and
     hard data: held-out mixtures 0.43 against 0.35 (IQM, P = 0.75), both suites 0.92 against
     0.89 (IQM over 8 datasets x 3 seeds, P = 0.53; docs/results.md, "Uniform negatives" and
-    "Both full suites")."""
+    "Both full suites"). "perturbed": the anchor's own action plus Gaussian noise of std
+    ``action_contrast_noise`` per dimension, clipped to the action box, so every negative is a
+    near miss of the data's action and the term teaches how the future turns with small changes
+    of the action, the direction DDPG+BC's Q ascent follows (not in the paper). The proposal
+    depends on the positive, so the optimum is not a fixed density ratio: for small noise the
+    term matches the slope of ``log p(a | s, s+)`` around the data's action."""
+    action_contrast_noise: float = ACTION_CONTRAST_NOISE
+    """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
+    negatives of ``action_contrast_source="perturbed"``; read by no other source."""
     action_contrast_bias: bool = False
     """With ``action_contrast_weight`` > 0: False scores the term's candidates by ``f`` alone,
     so ``phi . psi`` must also carry the joint solution's ``log p(a | s) / p(a)``; True gives
@@ -417,7 +429,7 @@ class CVLConfig:
                 f"action_contrast_negatives must be {bound} with action_contrast_source "
                 f"{self.action_contrast_source!r}, got {self.action_contrast_negatives}"
             )
-        sources = ("batch", "behaviour", "behaviour_flow", "uniform")
+        sources = ("batch", "behaviour", "behaviour_flow", "uniform", "perturbed")
         if self.action_contrast_source not in sources or (
             self.action_contrast_source != "batch"
             and (
@@ -427,13 +439,22 @@ class CVLConfig:
             )
         ):
             raise ValueError(
-                f"action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow' or "
-                f"'uniform', and the last three only with action_contrast_weight > 0, "
+                f"action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow', "
+                f"'uniform' or 'perturbed', and the last four only with action_contrast_weight > 0, "
                 f"action_contrast_bias=False and bc_density_weight 0 (both read the density "
                 f"that other anchors' actions put in the critic), got "
                 f"{self.action_contrast_source!r} with action_contrast_weight "
                 f"{self.action_contrast_weight!r}, action_contrast_bias "
                 f"{self.action_contrast_bias}, bc_density_weight {self.bc_density_weight!r}"
+            )
+        perturbed = self.action_contrast_source == "perturbed"
+        if not (0.0 < self.action_contrast_noise < math.inf) or (
+            not perturbed and self.action_contrast_noise != ACTION_CONTRAST_NOISE
+        ):
+            raise ValueError(
+                f"action_contrast_noise must be a finite std > 0, and is read only with "
+                f"action_contrast_source='perturbed' (leave it at 0.3 otherwise), got "
+                f"{self.action_contrast_noise!r} with {self.action_contrast_source!r}"
             )
         if self.critic_updates < 0 or (
             self.critic_updates and self.critic_objective == "td_infonce"

@@ -42,7 +42,7 @@ from cvl_algos.pretraining import PretrainingLearner
 from cvl_algos.stages import ComputeStage, GradientStage, PolyakStage, Stage
 from cvl_models import ContrastiveCritic
 from cvl_models.flow import FlowPolicy, VelocityField, flow_samples
-from cvl_models.noise import observation_seed, uniform_actions
+from cvl_models.noise import observation_seed, standard_normal, uniform_actions
 from cvl_models.rff import make_random_features
 
 __all__ = ["CVLLearner", "CVLMCLearner", "critic_name", "redraw_seed"]
@@ -301,7 +301,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         """(K, B, A) negatives for critic ``index``'s action-contrast term: behaviour-model
         draws at the batch's states (``action_contrast_source`` "behaviour", or "behaviour_flow":
         the flow integrated from K noises per state), uniform actions on [-1, 1] ("uniform"),
-        else None (the loss takes other anchors' actions)."""
+        the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), else None
+        (the loss takes other anchors' actions)."""
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
             return None
@@ -309,6 +310,10 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         if cfg.action_contrast_source == "uniform":
             shape = (num, *batch.action_t.shape)
             return uniform_actions(shape, batch.action_t.dtype, batch.action_t.device)
+        if cfg.action_contrast_source == "perturbed":
+            action_t = batch.action_t
+            noise = standard_normal((num, *action_t.shape), action_t.dtype, action_t.device)
+            return (action_t + cfg.action_contrast_noise * noise).clamp(-1.0, 1.0)
         with torch.no_grad():
             if cfg.action_contrast_source == "behaviour_flow":
                 return flow_samples(self.behaviour, batch.obs_t, num, cfg.flow_steps)
