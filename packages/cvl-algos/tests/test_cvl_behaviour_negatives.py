@@ -112,8 +112,11 @@ def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state
     assert not negatives.requires_grad
 
 
-def test_uniform_negatives_are_fresh_draws_on_the_action_box():
-    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "uniform"}
+def _drawn_negatives(source: str, draws: int, **extra) -> tuple:
+    """A learner with the term's negatives from ``source`` after one update: checks what every
+    drawing source shares (no behaviour model, fresh draws on the action box, no gradient) and
+    returns the batch and ``draws`` concatenated draws of its negatives."""
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source, **extra}
     learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
     assert learner.behaviour is None and "behaviour" not in learner.state_modules()
     batch = make_contrastive_batch(0)
@@ -122,27 +125,19 @@ def test_uniform_negatives_are_fresh_draws_on_the_action_box():
     first, second = learner._negative_actions(batch, 0), learner._negative_actions(batch, 0)
     assert first.shape == (3, *batch.action_t.shape)
     assert float(first.min()) >= -1.0 and float(first.max()) <= 1.0
-    assert not torch.equal(first, second)
+    assert not torch.equal(first, second) and not first.requires_grad
+    return batch, torch.cat([learner._negative_actions(batch, 0) for _ in range(draws)])
+
+
+def test_uniform_negatives_are_fresh_draws_on_the_action_box():
+    _, many = _drawn_negatives("uniform", 200)
     # about uniform: each coordinate's mean near 0 and variance near 1/3 over many draws
-    many = torch.cat([learner._negative_actions(batch, 0) for _ in range(200)])
     assert abs(float(many.mean())) < 0.02 and abs(float(many.var()) - 1 / 3) < 0.02
 
 
 def test_perturbed_negatives_are_the_data_action_plus_clipped_noise():
-    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "perturbed"}
-    learner = make_learner(
-        "cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, action_contrast_noise=0.1, **config
-    )
-    assert learner.behaviour is None and "behaviour" not in learner.state_modules()
-    batch = make_contrastive_batch(0)
-    metrics = learner.update(batch)
-    assert "action_contrast_loss" in metrics and "behaviour_nll" not in metrics
-    first, second = learner._negative_actions(batch, 0), learner._negative_actions(batch, 0)
-    assert first.shape == (3, *batch.action_t.shape)
-    assert float(first.min()) >= -1.0 and float(first.max()) <= 1.0
-    assert not torch.equal(first, second) and not first.requires_grad
+    batch, many = _drawn_negatives("perturbed", 400, action_contrast_noise=0.1)
     # away from the box's faces the offsets are N(0, 0.1^2) per coordinate
-    many = torch.cat([learner._negative_actions(batch, 0) for _ in range(400)])
     inside = (batch.action_t.abs() < 0.6).expand_as(many)
     offsets = (many - batch.action_t)[inside]
     assert abs(float(offsets.mean())) < 0.01 and abs(float(offsets.std()) - 0.1) < 0.01
