@@ -58,20 +58,15 @@ def main() -> None:
         critic.zero_grad(set_to_none=True)
         net.of_actions(obs, actions).square().sum().backward()
 
+    def repeated_pass() -> torch.Tensor:
+        return net.head(repeat(net.encoder(obs), "b e -> k b e", k=args.actions), actions)
+
     def repeated() -> None:
         critic.zero_grad(set_to_none=True)
-        encoded = repeat(net.encoder(obs), "b e -> k b e", k=args.actions)
-        net.head(encoded, actions).square().sum().backward()
+        repeated_pass().square().sum().backward()
 
     with torch.no_grad():
-        gap = (
-            (
-                net.of_actions(obs, actions)
-                - net.head(repeat(obs, "b e -> k b e", k=args.actions), actions)
-            )
-            .abs()
-            .max()
-        )
+        gap = (net.of_actions(obs, actions) - repeated_pass()).abs().max()
     for step in (shared, repeated):
         rate(step, 10)  # warm-up
     ratios, fast, slow = [], [], []

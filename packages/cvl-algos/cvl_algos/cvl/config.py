@@ -21,9 +21,9 @@ EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 CRITIC_OBJECTIVES = ("infonce", "binary", "td_infonce")
 """The values of `CVLConfig.critic_objective`."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
+"""The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
 ACTION_CONTRAST_NOISE = 0.3
 """Default std of ``action_contrast_source="perturbed"``'s negatives around the data's action."""
-"""The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
 
 
 @dataclass(frozen=True)
@@ -456,8 +456,9 @@ class CVLConfig:
         ):
             raise ValueError(
                 f"action_contrast_noise must be a finite std > 0, and is read only with "
-                f"action_contrast_source='perturbed' (leave it at 0.3 otherwise), got "
-                f"{self.action_contrast_noise!r} with {self.action_contrast_source!r}"
+                f"action_contrast_source='perturbed' (leave it at {ACTION_CONTRAST_NOISE} "
+                f"otherwise), got {self.action_contrast_noise!r} with "
+                f"{self.action_contrast_source!r}"
             )
         if self.critic_updates < 0 or (
             self.critic_updates and self.critic_objective == "td_infonce"
