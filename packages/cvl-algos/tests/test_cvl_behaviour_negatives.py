@@ -1,6 +1,7 @@
 """The action-contrast term with negatives drawn from a behaviour model at the anchor's own
 state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow),
-and uniform on the action box ("uniform"): the loss against a naive per-anchor reference in
+uniform on the action box ("uniform"), near misses of the data's action ("perturbed") and half
+other anchors' actions, half uniform ("batch_uniform"): the loss against a naive per-anchor reference in
 float64, the default negatives as a special case, each behaviour model's fit, the learner's
 draws, checkpoints, resumption, vectorised seeds and the config's refusals."""
 
@@ -18,6 +19,7 @@ from conftest import (  # pants: no-infer-dep
     double_batch,  # pants: no-infer-dep
     make_contrastive_batch,  # pants: no-infer-dep
 )
+from einops import rearrange
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +94,10 @@ FIT_METRIC = {"behaviour": ("behaviour_nll", 1.0), "behaviour_flow": ("behaviour
 """Each model's fit metric and by how much 100 updates on one batch must lower it."""
 
 
+DRAWING = ("uniform", "perturbed", "batch_uniform")
+"""The sources that draw their negatives without a behaviour model."""
+
+
 @pytest.mark.parametrize("source", SOURCES)
 def test_the_behaviour_model_fits_the_data_and_draws_the_negatives_at_each_state(source):
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
@@ -145,6 +151,33 @@ def test_perturbed_negatives_are_the_data_action_plus_clipped_noise():
     assert float(many[:, 0].max()) == 1.0 and bool((many[:, 0] < 1.0).any())
 
 
+def test_batch_uniform_negatives_are_other_anchors_actions_then_uniform_draws():
+    # K = 3: two other anchors' actions (shifts 1 and 2), then one uniform draw per anchor
+    batch, many = _drawn_negatives("batch_uniform", 300)
+    many = rearrange(many, "(n k) b a -> n k b a", k=3)
+    for k in (1, 2):
+        shifted = torch.roll(batch.action_t, -k, dims=0).expand_as(many[:, k - 1])
+        assert torch.equal(many[:, k - 1], shifted)
+    drawn = many[:, 2]
+    assert abs(float(drawn.mean())) < 0.02 and abs(float(drawn.var()) - 1 / 3) < 0.02
+
+
+def test_batch_uniform_loss_matches_the_naive_reference_on_its_draws():
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "batch_uniform"}
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    critic = learner.critic.double()
+    batch = double_batch(make_contrastive_batch(1, size=6))
+    negatives = learner._negative_actions(batch, 0)
+    assert negatives.shape == (3, *batch.action_t.shape)
+    psi_future = critic.psi(batch.obs_future)
+    positive = (critic.phi(batch.obs_t, batch.action_t) * psi_future).sum(-1) / critic.temperature
+    loss, _ = action_contrastive_loss(
+        critic, positive, batch.obs_t, batch.action_t, psi_future, 3, negative_actions=negatives
+    )
+    want = _naive(critic, batch.obs_t, batch.action_t, batch.obs_future, negatives)
+    assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
 def test_perturbed_noise_is_checked_and_read_by_that_source_alone():
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": "perturbed"}
     for bad in (0.0, -0.1, float("inf"), float("nan")):
@@ -155,7 +188,7 @@ def test_perturbed_noise_is_checked_and_read_by_that_source_alone():
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, action_contrast_noise=0.5, **uniform)
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
+@pytest.mark.parametrize("source", SOURCES + DRAWING)
 def test_the_other_modules_start_as_without_the_behaviour_model(source):
     plain = {**BEHAVIOUR, "action_contrast_source": "batch"}
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
@@ -168,7 +201,7 @@ def test_the_other_modules_start_as_without_the_behaviour_model(source):
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
+@pytest.mark.parametrize("source", SOURCES + DRAWING)
 def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -178,7 +211,7 @@ def test_save_load_act_and_resume_identical(tmp_path, source) -> None:
     check_save_load_act_resume(build, tmp_path)
 
 
-@pytest.mark.parametrize("source", SOURCES + ("uniform", "perturbed"))
+@pytest.mark.parametrize("source", SOURCES + DRAWING)
 def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
 
@@ -201,6 +234,7 @@ def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
         {"action_contrast_source": "behaviour_flow", "action_contrast_bias": True},
         {"action_contrast_source": "uniform", "action_contrast_weight": 0.0},
         {"action_contrast_source": "perturbed", "action_contrast_weight": 0.0},
+        {"action_contrast_source": "batch_uniform", "action_contrast_weight": 0.0},
     ],
 )
 def test_config_refusals(overrides) -> None:
@@ -208,3 +242,11 @@ def test_config_refusals(overrides) -> None:
         ValueError, match="action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow',"
     ):
         make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **{**BEHAVIOUR, **overrides})
+
+
+@pytest.mark.parametrize("negatives", [1, 2 * 256 - 1])
+def test_batch_uniform_needs_one_of_each_kind_and_batch_room(negatives) -> None:
+    config = {**BEHAVIOUR, "action_contrast_source": "batch_uniform", "batch_size": 256}
+    config["action_contrast_negatives"] = negatives
+    with pytest.raises(ValueError, match=r"action_contrast_negatives must be in \[2, 510\]"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **config)

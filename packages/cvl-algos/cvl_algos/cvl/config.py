@@ -98,7 +98,7 @@ class CVLConfig:
     batch size - 1) for ``action_contrast_source="batch"``, any number >= 1 for the sources that
     draw their own."""
     action_contrast_source: Literal[
-        "batch", "behaviour", "behaviour_flow", "uniform", "perturbed"
+        "batch", "behaviour", "behaviour_flow", "uniform", "perturbed", "batch_uniform"
     ] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
@@ -128,7 +128,12 @@ class CVLConfig:
     term matches the slope of ``log p(a | s, s+)`` around the data's action. Screened at noise 0.3
     (6 runs): below uniform negatives on held-out and suite data alike (0.21 against 0.28 and
     0.47 against 0.55), the term's accuracy 0.19 among 9 candidates (docs/results.md, "Near-miss
-    negatives")."""
+    negatives"). "batch_uniform": half of each kind, ``K - K // 2`` other anchors' actions
+    (as "batch") and ``K // 2`` uniform actions (as "uniform"), so the proposal is the mixture
+    ``q(a) = (p(a) + u(a)) / 2`` in expectation and the optimum ``log p(a | s, s+) / q(a)``:
+    the batch's data-marginal negatives, which make the critic tell the data's behaviours apart
+    (the held-out gain), beside the uniform ones, which hold off-support actions low (not in the
+    paper)."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
@@ -422,17 +427,25 @@ class CVLConfig:
                 f"(its bootstrap has its own targets), got {self.action_contrast_weight} with "
                 f"{self.critic_objective!r}"
             )
-        # Other anchors' actions ("batch") are at most batch_size - 1; the other sources draw
-        # their own negatives, any number of them.
-        from_batch = self.action_contrast_source == "batch"
-        most = self.batch_size - 1 if from_batch else math.inf
-        if self.action_contrast_weight > 0.0 and not 1 <= self.action_contrast_negatives <= most:
-            bound = f"in [1, batch_size - 1 = {most}]" if from_batch else ">= 1"
+        # Other anchors' actions ("batch") are at most batch_size - 1; "batch_uniform" takes
+        # K - K // 2 of them and needs one of each kind; the other sources draw their own
+        # negatives, any number of them.
+        halves = self.action_contrast_source == "batch_uniform"
+        from_batch = self.action_contrast_source == "batch" or halves
+        least = 2 if halves else 1
+        most = (
+            (2 * self.batch_size - 2 if halves else self.batch_size - 1) if from_batch else math.inf
+        )
+        if (
+            self.action_contrast_weight > 0.0
+            and not least <= self.action_contrast_negatives <= most
+        ):
+            bound = f"in [{least}, {most}] (batch_size {self.batch_size})" if from_batch else ">= 1"
             raise ValueError(
                 f"action_contrast_negatives must be {bound} with action_contrast_source "
                 f"{self.action_contrast_source!r}, got {self.action_contrast_negatives}"
             )
-        sources = ("batch", "behaviour", "behaviour_flow", "uniform", "perturbed")
+        sources = ("batch", "behaviour", "behaviour_flow", "uniform", "perturbed", "batch_uniform")
         if self.action_contrast_source not in sources or (
             self.action_contrast_source != "batch"
             and (
@@ -443,7 +456,8 @@ class CVLConfig:
         ):
             raise ValueError(
                 f"action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow', "
-                f"'uniform' or 'perturbed', and the last four only with action_contrast_weight > 0, "
+                f"'uniform', 'perturbed' or 'batch_uniform', and the last five only with "
+                f"action_contrast_weight > 0, "
                 f"action_contrast_bias=False and bc_density_weight 0 (both read the density "
                 f"that other anchors' actions put in the critic), got "
                 f"{self.action_contrast_source!r} with action_contrast_weight "

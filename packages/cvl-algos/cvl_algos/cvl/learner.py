@@ -26,7 +26,12 @@ from cvl_algos.common import make_adam, policy_from_config
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
 from cvl_algos.cvl.extraction import EXTRACTION_LOSSES, extraction_kwargs, flow_matching_loss
-from cvl_algos.cvl.losses import QFn, contrastive_critic_loss, td_contrastive_critic_loss
+from cvl_algos.cvl.losses import (
+    QFn,
+    contrastive_critic_loss,
+    other_anchors_actions,
+    td_contrastive_critic_loss,
+)
 from cvl_algos.cvl.q import (
     XiState,
     direct_log_density_fn,
@@ -301,8 +306,9 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         """(K, B, A) negatives for critic ``index``'s action-contrast term: behaviour-model
         draws at the batch's states (``action_contrast_source`` "behaviour", or "behaviour_flow":
         the flow integrated from K noises per state), uniform actions on [-1, 1] ("uniform"),
-        the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), else None
-        (the loss takes other anchors' actions)."""
+        the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), K - K // 2
+        other anchors' actions then K // 2 uniform ones ("batch_uniform"), else None (the loss
+        takes other anchors' actions)."""
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
             return None
@@ -310,6 +316,10 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         if cfg.action_contrast_source == "uniform":
             shape = (num, *batch.action_t.shape)
             return uniform_actions(shape, batch.action_t.dtype, batch.action_t.device)
+        if cfg.action_contrast_source == "batch_uniform":
+            action_t = batch.action_t
+            drawn = uniform_actions((num // 2, *action_t.shape), action_t.dtype, action_t.device)
+            return torch.cat([other_anchors_actions(action_t, num - num // 2), drawn])
         if cfg.action_contrast_source == "perturbed":
             action_t = batch.action_t
             noise = standard_normal((num, *action_t.shape), action_t.dtype, action_t.device)

@@ -163,6 +163,18 @@ def contrastive_critic_loss(
     return loss, metrics
 
 
+def other_anchors_actions(action_t: Tensor, num: int) -> Tensor:
+    """(K, B, A) with ``[k - 1, i] = action_t[(i + k) mod B]``, k = 1..K: each anchor's K
+    following anchors' actions, the default negatives of `action_contrastive_loss` (the batch's
+    anchors are drawn at random, so these are draws of the data's action marginal)."""
+    batch = action_t.shape[0]
+    if not 1 <= num < batch:
+        raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num}")
+    shifts = torch.arange(1, num + 1, device=action_t.device)
+    index = torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")
+    return action_t[index % batch]
+
+
 def action_contrastive_loss(
     critic: nn.Module,
     positive: Tensor,
@@ -206,13 +218,8 @@ def action_contrastive_loss(
     p(s+ | s) + c'(s, s+)``, eq. 9's solution with ``c'(s, s+) = log p(s+ | s) / p(s+)``, so
     the two losses share one optimum; ``num_negatives`` is then unused.
     """
-    batch = action_t.shape[0]
     if negative_actions is None:
-        if not 1 <= num_negatives < batch:
-            raise ValueError(f"action_negatives must be in [1, {batch - 1}], got {num_negatives}")
-        shifts = torch.arange(1, num_negatives + 1, device=action_t.device)
-        index = torch.arange(batch, device=action_t.device) + rearrange(shifts, "k -> k 1")
-        negative_actions = action_t[index % batch]
+        negative_actions = other_anchors_actions(action_t, num_negatives)
     assert negative_actions.shape[1:] == action_t.shape, (negative_actions.shape, action_t.shape)
     phi_neg = critic.phi_of_actions(obs_t, negative_actions)  # (K, B, d), one encoder pass
     negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
