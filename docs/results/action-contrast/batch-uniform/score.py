@@ -1,6 +1,6 @@
 """Half batch, half uniform negatives (bneg) against uniform negatives (uneg, the default) on the
 held-out mixtures and both suites, with filtered BC (held-out) and IQL (hard suite) beside them.
-argv: out.json screen|confirm. "screen": each of the screen's 8 runs, paired with uneg's run on
+argv: out.json screen|confirm [suites, default all three]. "screen": each of the screen's 8 runs, paired with uneg's run on
 the same data and seed. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(bneg > other) per suite, over 4 datasets x seeds 0-2 each."""
 import json, sys
@@ -61,7 +61,8 @@ def screen(out):
 
 def confirm(out):
     seeds = (0, 1, 2)
-    for suite, sources in SUITES.items():
+    chosen = sys.argv[3].split(",") if len(sys.argv) > 3 else list(SUITES)
+    for suite, sources in ((s, SUITES[s]) for s in chosen):
         labels = list(sources[0][2])
         cols, names = {a: [] for a in labels}, []
         for kind, tasks, roots in sources:
