@@ -1,6 +1,7 @@
 """Half batch, half uniform negatives (bneg) against uniform negatives (uneg, the default) on the
 held-out mixtures and both suites, with filtered BC (held-out) and IQL (hard suite) beside them.
-argv: out.json screen|confirm [suites, default all three]. "screen": each of the screen's 8 runs, paired with uneg's run on
+argv: out.json screen|confirm [suites, default all]. The mixed suite's drawer-open, faucet-open
+and reach runs were not run (PREREG.md), so its door-open mixture is also a suite of its own. "screen": each of the screen's 8 runs, paired with uneg's run on
 the same data and seed. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(bneg > other) per suite, over 4 datasets x seeds 0-2 each."""
 import json, sys
@@ -16,11 +17,13 @@ SUITES = {  # suite -> [(kind, tasks, {label: root})]
     "mixed": [("mixture", ["door-open"], {"bneg": f"{BU}/mixed", "uneg": "/work/exp/cs/runs/mixed"}),
               ("mixture", ["drawer-open", "faucet-open", "reach"],
                {"bneg": f"{BU}/mixed", "uneg": "/work/exp/cr/runs/mixed"})],
+    "door-open-mixture": [("mixture", ["door-open"], {"bneg": f"{BU}/mixed", "uneg": "/work/exp/cs/runs/mixed"})],
     "hard": [("stitch", ["door-open", "drawer-open"],
               {"bneg": f"{BU}/stitch", "uneg": "/work/exp/cs/runs/stitch", "iql": "/work/exp/cs/runs/stitch"}),
              ("noisy", ["faucet-open", "reach"],
               {"bneg": f"{BU}/noisy", "uneg": "/work/exp/cr/runs/noisy", "iql": "/work/exp/cr/runs/noisy"})],
 }
+SUITES["hard-stitch"] = SUITES["hard"][:1]  # the half where IQL leads the default
 SCREEN = [("held-out", "handle-pull"), ("held-out", "lever-pull"), ("mixed", "door-open"),
           ("hard", "drawer-open")]
 SCORED_BY = "expert-normalised return of the last 3 evaluations up to step 10000, pooled (30 episodes)"
