@@ -134,8 +134,9 @@ class CVLConfig:
     the batch's data-marginal negatives, which make the critic tell the data's behaviours apart
     (the held-out gain), beside the uniform ones, which hold off-support actions low (not in the
     paper). Held-out mixtures, 4 x 3: IQM 0.51 against uniform negatives' 0.43, P = 0.67 [0.44,
-    0.89], short of the plan's 0.70, so "uniform" stays the presets' (docs/results.md, "Half
-    batch, half uniform negatives")."""
+    0.89], short of the plan's 0.70; the hard suite 0.81 against 0.88, stitched door-open 0.33
+    against 0.76 (the batch term's loss back), so "uniform" stays the presets' (docs/results.md,
+    "Half batch, half uniform negatives")."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
