@@ -29,7 +29,7 @@ SCREEN = [("held-out", "handle-pull"), ("held-out", "lever-pull"), ("mixed", "do
 SCORED_BY = "expert-normalised return of the last 3 evaluations up to step 10000, pooled (30 episodes)"
 
 
-def runs_of(kind, tasks, roots, seeds):
+def runs_of(tasks, roots, seeds):
     """{label: {(task, seed): run}} for the labels and roots given."""
     found = {}
     for label, root in roots.items():
@@ -45,7 +45,7 @@ def screen(out):
         for kind, tasks, roots in SUITES[suite]:
             if task not in tasks:
                 continue
-            found = runs_of(kind, [task], {k: roots[k] for k in ("bneg", "uneg")}, (0, 1))
+            found = runs_of([task], {k: roots[k] for k in ("bneg", "uneg")}, (0, 1))
             for seed in (0, 1):
                 pair = {a: found.get(a, {}).get((task, seed)) for a in ("bneg", "uneg")}
                 if pair["bneg"] is None:
@@ -69,7 +69,7 @@ def confirm(out):
         labels = list(sources[0][2])
         cols, names = {a: [] for a in labels}, []
         for kind, tasks, roots in sources:
-            found = runs_of(kind, tasks, roots, seeds)
+            found = runs_of(tasks, roots, seeds)
             for a in labels:
                 missing = [(t, s) for t in tasks for s in seeds if (t, s) not in found.get(a, {})]
                 assert not missing, (suite, a, missing)

@@ -20,6 +20,15 @@ EXTRACTIONS = ("kl", "awr", "crr", "ddpgbc", "flow", "flow_select")
 """The values of `CVLConfig.policy_extraction`."""
 CRITIC_OBJECTIVES = ("infonce", "binary", "td_infonce")
 """The values of `CVLConfig.critic_objective`."""
+ACTION_CONTRAST_SOURCES = (
+    "batch",
+    "behaviour",
+    "behaviour_flow",
+    "uniform",
+    "perturbed",
+    "batch_uniform",
+)
+"""The values of `CVLConfig.action_contrast_source`; "batch" first, the default."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
 """The extractions whose policy is a `cvl_models.flow.FlowPolicy`."""
 ACTION_CONTRAST_NOISE = 0.3
@@ -433,23 +442,23 @@ class CVLConfig:
         # Other anchors' actions ("batch") are at most batch_size - 1; "batch_uniform" takes
         # K - K // 2 of them and needs one of each kind; the other sources draw their own
         # negatives, any number of them.
-        halves = self.action_contrast_source == "batch_uniform"
-        from_batch = self.action_contrast_source == "batch" or halves
-        least = 2 if halves else 1
-        most = (
-            (2 * self.batch_size - 2 if halves else self.batch_size - 1) if from_batch else math.inf
-        )
-        if (
-            self.action_contrast_weight > 0.0
-            and not least <= self.action_contrast_negatives <= most
-        ):
-            bound = f"in [{least}, {most}] (batch_size {self.batch_size})" if from_batch else ">= 1"
+        least, most = 1, math.inf
+        if self.action_contrast_source == "batch":
+            most = self.batch_size - 1
+        elif self.action_contrast_source == "batch_uniform":  # K - K // 2 <= batch_size - 1
+            least, most = 2, 2 * (self.batch_size - 1)
+        checked = self.action_contrast_weight > 0.0
+        if checked and not least <= self.action_contrast_negatives <= most:
+            bound = (
+                f"in [{least}, {most}] (batch_size {self.batch_size})"
+                if most < math.inf
+                else ">= 1"
+            )
             raise ValueError(
                 f"action_contrast_negatives must be {bound} with action_contrast_source "
                 f"{self.action_contrast_source!r}, got {self.action_contrast_negatives}"
             )
-        sources = ("batch", "behaviour", "behaviour_flow", "uniform", "perturbed", "batch_uniform")
-        if self.action_contrast_source not in sources or (
+        if self.action_contrast_source not in ACTION_CONTRAST_SOURCES or (
             self.action_contrast_source != "batch"
             and (
                 not self.action_contrast_weight > 0.0
@@ -457,10 +466,10 @@ class CVLConfig:
                 or self.bc_density_weight
             )
         ):
+            *others, last = (repr(source) for source in ACTION_CONTRAST_SOURCES)
             raise ValueError(
-                f"action_contrast_source must be 'batch', 'behaviour', 'behaviour_flow', "
-                f"'uniform', 'perturbed' or 'batch_uniform', and the last five only with "
-                f"action_contrast_weight > 0, "
+                f"action_contrast_source must be {', '.join(others)} or {last}, and all but "
+                f"'batch' only with action_contrast_weight > 0, "
                 f"action_contrast_bias=False and bc_density_weight 0 (both read the density "
                 f"that other anchors' actions put in the critic), got "
                 f"{self.action_contrast_source!r} with action_contrast_weight "
