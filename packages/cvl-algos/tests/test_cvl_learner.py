@@ -296,6 +296,28 @@ def test_top_episode_flags_from_the_config(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("algo", ESTIMATORS)
+def test_return_weighted_anchors_from_the_config(tmp_path, algo: str) -> None:
+    """``return_weight_temperature`` reaches the learner's sampler: on six episodes whose return
+    ranks them, T = 0.05 draws the best episode's anchors about e^(1 / (5 T)) = 55 times as often
+    as the next one's; the learner trains on its batches. Other sampler modes and bad
+    temperatures are refused."""
+    dataset = write_six_episodes(tmp_path / "ds")
+    cfg = {"sampler_mode": "uniform", "batch_size": 500, "return_weight_temperature": 0.05}
+    learner = make_learner(algo, (5,), 2, **cfg, **TINY)
+    assert learner.sampler_options == {"return_weight_temperature": 0.05}
+    sampler = learner.make_sampler(dataset, "cpu", seed=0)
+    batch = sampler.sample()
+    counts = np.bincount(batch.reward_t.numpy().astype(int), minlength=6)
+    assert counts[5] > 0.9 * 500 and counts[4] < counts[5] / 10
+    assert all(np.isfinite(v) for v in learner.update(batch).values())
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="return_weight_temperature must be None or a finite"):
+            make_learner(algo, (5,), 2, **{**cfg, "return_weight_temperature": bad})
+    with pytest.raises(ValueError, match="it needs sampler_mode='uniform', got 'episode'"):
+        make_learner(algo, (5,), 2, **{**cfg, "sampler_mode": "episode"})
+
+
+@pytest.mark.parametrize("algo", ESTIMATORS)
 def test_critic_updates_freezes_the_critic_and_trains_the_policy(algo: str) -> None:
     """With ``critic_updates=2`` the critic and psi_target move in the first 2 updates and not
     after, while the policy keeps training; a negative count and TD InfoNCE are refused."""

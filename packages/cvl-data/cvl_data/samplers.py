@@ -21,6 +21,11 @@ from cvl_data.device_data import DeviceData
 from cvl_data.geometric import check_discount, sample_truncated_geometric
 from cvl_data.source import EpisodeSource, step_episode_index
 from cvl_data.subset import top_episode_indices
+from cvl_data.weighting import (
+    check_return_weight_temperature,
+    draw_weighted_steps,
+    return_weighted_step_cdf,
+)
 
 Mode = Literal["uniform", "episode", "shared_start"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -53,12 +58,26 @@ def _gather(values: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | 
 
 
 class _DeviceSampler:
-    """Shared set-up: the data on ``device`` and a generator seeded with ``seed``."""
+    """Shared set-up: the data on ``device``, a generator seeded with ``seed``, and with
+    ``return_weight_temperature`` T the steps' return weights (`cvl_data.weighting`)."""
 
-    def __init__(self, dataset: EpisodeSource, batch_size: int, device: str, seed: int):
+    def __init__(
+        self,
+        dataset: EpisodeSource,
+        batch_size: int,
+        device: str,
+        seed: int,
+        return_weight_temperature: float | None = None,
+    ):
         self.spec = dataset.spec
         self.batch_size = _check_batch_size(batch_size)
+        self.return_weight_temperature = check_return_weight_temperature(return_weight_temperature)
         self.device = torch.device(device)
+        self._step_cdf: torch.Tensor | None = None
+        if self.return_weight_temperature is not None:
+            self._step_cdf = return_weighted_step_cdf(
+                dataset, self.return_weight_temperature, self.device
+            )
         self.data = DeviceData.load(dataset, self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(int(seed))
@@ -72,7 +91,10 @@ class _DeviceSampler:
         return self.data.num_episodes
 
     def _uniform_steps(self) -> torch.Tensor:
-        """``(B,)`` int64 step indices, uniform over all transitions of all episodes."""
+        """``(B,)`` int64 step indices, uniform over all transitions of all episodes, or with
+        ``return_weight_temperature`` each in proportion to its episode's return weight."""
+        if self._step_cdf is not None:
+            return draw_weighted_steps(self._step_cdf, self.batch_size, self.generator)
         return torch.randint(
             0, self.num_steps, (self.batch_size,), generator=self.generator, device=self.device
         )
@@ -108,6 +130,11 @@ class ContrastiveSampler(_DeviceSampler):
         action_chunk: ``h``: ``action_t`` holds the ``h`` actions ``a_t .. a_{t+h-1}`` of the
             anchor's episode, concatenated in time order, ``(B, h * A)`` (`chunk_steps`; the
             episode's last action repeats where fewer than ``h`` are left). 1: ``a_t`` alone.
+        return_weight_temperature: None: anchors as ``mode`` says. T > 0 (``"uniform"`` mode
+            only): each anchor drawn with probability proportional to its episode's return
+            weight ``exp(G~ / T)`` (`cvl_data.weighting`; needs rewards), so the critic's
+            positives and negatives and the policy's data all come from the return-weighted
+            mixture.
     """
 
     def __init__(
@@ -121,15 +148,21 @@ class ContrastiveSampler(_DeviceSampler):
         start_groups: int = 8,
         behaviour_top_fraction: float | None = None,
         action_chunk: int = 1,
+        return_weight_temperature: float | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if return_weight_temperature is not None and mode != "uniform":
+            raise ValueError(
+                f"return_weight_temperature weighs uniform anchors; mode {mode!r} draws its own, "
+                f"got {return_weight_temperature!r}"
+            )
         self.discount = check_discount(discount)
         self.mode = mode
         if isinstance(action_chunk, bool) or int(action_chunk) != action_chunk or action_chunk < 1:
             raise ValueError(f"action_chunk must be a positive int, got {action_chunk!r}")
         self.action_chunk = int(action_chunk)
-        super().__init__(dataset, batch_size, device, seed)
+        super().__init__(dataset, batch_size, device, seed, return_weight_temperature)
         self.start_groups = start_groups
         if mode == "shared_start":
             if not 1 <= start_groups <= self.batch_size or self.batch_size % start_groups:
@@ -275,10 +308,19 @@ class TransitionSampler(_DeviceSampler):
         batch_size: transitions per batch.
         device: where the data lives and batches are drawn.
         seed: seed of the sampler's generator.
+        return_weight_temperature: None: uniform transitions; T > 0: each in proportion to its
+            episode's return weight (`cvl_data.weighting`; needs rewards).
     """
 
-    def __init__(self, dataset: EpisodeSource, batch_size: int, device: str = "cpu", seed: int = 0):
-        super().__init__(dataset, batch_size, device, seed)
+    def __init__(
+        self,
+        dataset: EpisodeSource,
+        batch_size: int,
+        device: str = "cpu",
+        seed: int = 0,
+        return_weight_temperature: float | None = None,
+    ):
+        super().__init__(dataset, batch_size, device, seed, return_weight_temperature)
 
     def sample(self) -> TransitionBatch:
         """One batch; see `TransitionBatch` for fields and shapes."""

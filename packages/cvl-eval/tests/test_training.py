@@ -164,6 +164,30 @@ def test_resume_after_interruptions_gives_the_uninterrupted_final_checkpoint(dat
     assert [r["phase"] for r in records(out)][:3] == ["pretrain"] * 3
 
 
+def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_path):
+    """``return_weight_temperature`` reaches the run's sampler from the overrides: a run killed
+    after its checkpoint at update 4 resumes to the uninterrupted run's final tensors, and the
+    weighted run differs from the uniform one."""
+    weighted = (*CVL_SMALL, 'sampler_mode="uniform"', "return_weight_temperature=0.1")
+    kw = dict(algorithm="cvl_mc", overrides=weighted, steps=10, checkpoint_every=4)
+    train(_config(data, tmp_path / "whole", **kw))
+
+    def crash(info):
+        if info.update == 6:
+            raise Crash(6)
+
+    with pytest.raises(Crash):
+        train(_config(data, tmp_path / "stopped", **kw), callback=crash)
+    train(_config(data, tmp_path / "stopped", resume=True, **kw))
+    a, b = _tensors(tmp_path / "whole" / "final"), _tensors(tmp_path / "stopped" / "final")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    train(_config(data, tmp_path / "uniform", **{**kw, "overrides": weighted[:-1]}))
+    c = _tensors(tmp_path / "uniform" / "final")
+    assert any(not torch.equal(a[k], c[k]) for k in a)
+    stored = json.loads((tmp_path / "whole" / "config.json").read_text())
+    assert json.dumps(stored).count('"return_weight_temperature": 0.1') == 1
+
+
 def test_cql_uds_pretrains_on_zero_rewards_then_trains(data, tmp_path):
     results = train(
         _config(

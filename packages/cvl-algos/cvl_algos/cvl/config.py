@@ -13,6 +13,7 @@ from typing import Literal
 
 from cvl_algos.common import check_policy_ema_tau
 from cvl_data.samplers import MODES as SAMPLER_MODES
+from cvl_data.weighting import check_return_weight_temperature
 from cvl_models import Torso
 from cvl_models.critic import MIN_TEMPERATURE
 
@@ -58,6 +59,13 @@ class CVLConfig:
     anchor's own start (`cvl_data.ContrastiveSampler`; not in the paper)."""
     start_groups: int = 8
     """Blocks per batch of the ``"shared_start"`` sampler (must divide ``batch_size``)."""
+    return_weight_temperature: float | None = None
+    """None: anchors as ``sampler_mode`` draws them (the paper). T > 0, with
+    ``sampler_mode="uniform"``: each anchor drawn in proportion to ``exp(G~ / T)``, G~ its
+    episode's min-max normalised return (return-weighted sampling, "RW" of Hong et al. 2023;
+    `cvl_data.weighting`), so critic and policy learn from the return-weighted mixture of the
+    data's behaviours and the policy step improves on it instead of on the plain mixture (not
+    in the paper)."""
     discount: float = 0.99
     """gamma: parameter of the truncated-geometric future offset and the 1/(1-gamma) Q scale."""
     max_grad_norm: float = 100.0
@@ -380,6 +388,12 @@ class CVLConfig:
         ):
             raise ValueError(
                 f"start_groups must divide batch_size {self.batch_size}, got {self.start_groups}"
+            )
+        check_return_weight_temperature(self.return_weight_temperature)
+        if self.return_weight_temperature is not None and self.sampler_mode != "uniform":
+            raise ValueError(
+                f"return_weight_temperature weighs uniform anchors: it needs "
+                f"sampler_mode='uniform', got {self.sampler_mode!r}"
             )
         if not 0.0 <= self.beta_xi < 1.0:
             raise ValueError(f"beta_xi must lie in [0, 1), got {self.beta_xi}")

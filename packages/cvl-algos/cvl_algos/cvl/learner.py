@@ -203,7 +203,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     @property
     def sampler_options(self) -> dict[str, Any]:
         """``start_groups`` for the ``"shared_start"`` sampler; ``behaviour_top_fraction`` when
-        the behaviour term clones the top episodes only (``bc_top_fraction`` < 1)."""
+        the behaviour term clones the top episodes only (``bc_top_fraction`` < 1);
+        ``action_chunk``; ``return_weight_temperature`` for return-weighted anchors."""
         cfg: CVLConfig = self.config
         options: dict[str, Any] = {}
         if cfg.sampler_mode == "shared_start":
@@ -212,6 +213,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             options["behaviour_top_fraction"] = cfg.bc_top_fraction
         if cfg.action_chunk > 1:
             options["action_chunk"] = cfg.action_chunk
+        if cfg.return_weight_temperature is not None:
+            options["return_weight_temperature"] = cfg.return_weight_temperature
         return options
 
     # -- pieces of an update ----------------------------------------------------------------------
