@@ -239,7 +239,8 @@ class LearnerBase:
 
     @property
     def sampler_options(self) -> dict[str, Any]:
-        """Further `ContrastiveSampler` arguments of this learner's config (default: none)."""
+        """Further arguments of this learner's sampler (`ContrastiveSampler` or
+        `TransitionSampler`) from its config (default: none)."""
         return {}
 
     def make_sampler(self, source: Any, device: str | torch.device, seed: int) -> Any:
@@ -258,7 +259,9 @@ class LearnerBase:
                 seed=seed,
                 **self.sampler_options,
             )
-        return TransitionSampler(source, cfg.batch_size, device=device, seed=seed)
+        return TransitionSampler(
+            source, cfg.batch_size, device=device, seed=seed, **self.sampler_options
+        )
 
     def training_source(self, source: Any) -> Any:
         """The labelled data this learner trains on, given the run's target dataset (default: all

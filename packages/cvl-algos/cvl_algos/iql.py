@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -28,6 +29,7 @@ from cvl_algos.common import (
     policy_from_config,
     polyak_update,
 )
+from cvl_data.weighting import check_return_weight_temperature
 from cvl_models import Torso, TwinQ, ValueNetwork
 
 __all__ = [
@@ -75,11 +77,16 @@ class IQLConfig:
     with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
     after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
     sampled with ``deterministic=False``, use the trained policy."""
+    return_weight_temperature: float | None = None
+    """None: transitions uniform over the data (the paper). T > 0: each drawn in proportion to
+    ``exp(G~ / T)``, G~ its episode's min-max normalised return (return-weighted sampling, "RW"
+    of Hong et al. 2023, who apply it to IQL; `cvl_data.weighting`; not in the IQL paper)."""
     compile: bool = False
     """Wrap the loss computations in ``torch.compile``."""
 
     def __post_init__(self) -> None:
         check_policy_ema_tau(self.policy_ema_tau)
+        check_return_weight_temperature(self.return_weight_temperature)
         if not 0.0 < self.expectile < 1.0:
             raise ValueError(f"expectile must lie in (0, 1), got {self.expectile}")
         if self.beta < 0 or self.max_weight <= 0:
@@ -160,6 +167,12 @@ class IQLLearner(LearnerBase):
     progress_metrics = ("critic_loss", "value_loss", "policy_loss")
     config_cls = IQLConfig
     sampler_kind = "transition"
+
+    @property
+    def sampler_options(self) -> dict[str, Any]:
+        """``return_weight_temperature`` for return-weighted transitions (default: none)."""
+        t = self.config.return_weight_temperature
+        return {} if t is None else {"return_weight_temperature": t}
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)

@@ -12,6 +12,7 @@ from conftest import (  # pants: no-infer-dep
     OBS_DIM,  # pants: no-infer-dep
     assert_learners_equal,  # pants: no-infer-dep
     make_contrastive_batch,  # pants: no-infer-dep
+    write_six_episodes,  # pants: no-infer-dep
 )
 
 from cvl_algos import load_learner, make_learner
@@ -240,28 +241,6 @@ def test_pixel_observations_flow_through() -> None:
     metrics = learner.update(batch)
     assert all(np.isfinite(v) for v in metrics.values())
     assert learner.act(pixels.numpy()).shape == (4, ACTION_DIM)
-
-
-def write_six_episodes(path):
-    """Six 4-step episodes: episode e's rewards are all e (so its return ranks it), its first
-    observation e % 2 and its later ones 10 + e."""
-    from cvl_data import DatasetSpec, DatasetWriter, open_dataset
-
-    spec = DatasetSpec(
-        "Meta-World/MT1", "reach-v3", "state", (5,), "float32", (2,), -1.0, 1.0, True
-    )
-    with DatasetWriter(path, spec, durable=False) as writer:
-        for e in range(6):  # episodes 0, 2, 4 start at 0; 1, 3, 5 at 1; later states by episode
-            obs = np.full((5, 5), 10.0 + e, np.float32)
-            obs[0] = e % 2
-            writer.add_episode(
-                obs,
-                np.zeros((4, 2), np.float32),
-                np.full(4, float(e), np.float32),  # the reward names the episode
-                terminated=np.zeros(4, bool),
-                truncated=np.array([False, False, False, True]),
-            )
-    return open_dataset(path)
 
 
 def test_shared_start_sampler_from_the_config(tmp_path) -> None:

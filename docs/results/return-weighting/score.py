@@ -1,0 +1,91 @@
+"""Return-weighted anchors (rw01, rw03) against the presets' CVL (uneg) on the same machine.
+argv: RUNS out.json screen|confirm [arm, for confirm]. "screen": each screen run's pooled last
+3 evaluations (success, normalised return), the arms' means and PREREG.md's verdict.
+"confirm": rliable IQM with 95% stratified-bootstrap CIs and P(arm > other) over the held-out
+mixtures x seeds 0-2 (and filtered BC where its runs are under RUNS)."""
+
+import json
+import sys
+
+import numpy as np
+
+from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
+from cvl_eval.analysis.run_scores import load_runs, score_dict
+from cvl_eval.envs.expert_scores import normalized_score
+
+ARMS = ("uneg", "rw01", "rw03")
+HELD_OUT = ("handle-pull", "lever-pull", "hammer", "plate-slide")
+SCREEN = (("handle-pull", "held-out"), ("lever-pull", "held-out"), ("door-open", "stitch"))
+SCORED_BY = "last 3 evaluations up to step 10000, pooled (30 episodes)"
+
+
+def runs_by_key(root, labels, tasks, seeds):
+    """{label: {(task, seed): run}} of the runs under ``root``."""
+    found = {}
+    for run in load_runs([root], last_evals=3, up_to_step=10000):
+        task = run.task.removesuffix("-v3")
+        if run.label in labels and task in tasks and run.seed in seeds:
+            found.setdefault(run.label, {})[(task, run.seed)] = run
+    return found
+
+
+def screen(root, out):
+    found = runs_by_key(root, ARMS, [t for t, _ in SCREEN], (0, 1))
+    for task, part in SCREEN:
+        for seed in (0, 1):
+            row = {}
+            for arm in ARMS:
+                run = found.get(arm, {}).get((task, seed))
+                if run is not None:
+                    norm = normalized_score(run.task, run.final["mean_return"])
+                    row[arm] = {"success": round(run.final["success_rate"], 3),
+                                "normalized": round(float(norm), 3)}
+            out["runs"][f"{task} ({part}) seed {seed}"] = row
+    for part in ("held-out", "stitch"):
+        rows = [v for k, v in out["runs"].items() if f"({part})" in k]
+        out[f"mean_{part}"] = {
+            arm: {m: round(float(np.mean([r[arm][m] for r in rows])), 3)
+                  for m in ("success", "normalized")}
+            for arm in ARMS if all(arm in r for r in rows)}
+    base = out["mean_held-out"]["uneg"]["success"], out["mean_stitch"]["uneg"]["success"]
+    out["passes"] = {
+        arm: out["mean_held-out"][arm]["success"] >= base[0] + 0.15
+        and out["mean_stitch"][arm]["success"] >= base[1] - 0.10
+        for arm in ARMS[1:] if arm in out["mean_held-out"] and arm in out["mean_stitch"]}
+    for key, row in out["runs"].items():
+        print(f"{key:35s}", "  ".join(f"{a} {v['success']:.2f} ({v['normalized']:.2f})"
+                                       for a, v in row.items()))
+    print("held-out", out["mean_held-out"], "\nstitch", out["mean_stitch"], "\npasses", out["passes"])
+
+
+def confirm(root, out, arm):
+    labels = [arm, "uneg"] + (["filtered_bc"] if (len(sys.argv) > 5 and sys.argv[5] == "fbc") else [])
+    found = runs_by_key(root, labels, HELD_OUT, (0, 1, 2))
+    for label in labels:
+        missing = [(t, s) for t in HELD_OUT for s in (0, 1, 2) if (t, s) not in found.get(label, {})]
+        assert not missing, (label, missing)
+    runs = [r for label in labels for r in found[label].values()]
+    scores, tasks, normalized = score_dict(runs, labels)
+    assert normalized
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [(arm, other) for other in labels if other != arm])
+    success = {label: {t: round(float(np.mean([found[label][(t, s)].final["success_rate"]
+                                               for s in (0, 1, 2)])), 3) for t in tasks}
+               for label in labels}
+    out["held-out"] = {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
+                       "aggregates": agg, "probability_of_improvement": poi,
+                       "mean_success": success}
+    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in labels})
+    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+    print(success)
+
+
+if __name__ == "__main__":
+    root, path, mode = sys.argv[1:4]
+    result = {"scored_by": SCORED_BY, "runs": {}}
+    if mode == "screen":
+        screen(root, result)
+    else:
+        confirm(root, result, sys.argv[4])
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
