@@ -231,3 +231,14 @@ class Scalar(nn.Module):
 
     def forward(self) -> torch.Tensor:
         return self.value
+
+
+def return_weight_options(config: Any) -> dict[str, Any]:
+    """A config's return-weighted sampling settings as sampler arguments (`cvl_data.weighting`):
+    ``return_weight_temperature`` when set, ``return_weight_baseline`` when not "none"."""
+    options: dict[str, Any] = {}
+    if config.return_weight_temperature is not None:
+        options["return_weight_temperature"] = config.return_weight_temperature
+    if config.return_weight_baseline != "none":
+        options["return_weight_baseline"] = config.return_weight_baseline
+    return options

@@ -28,8 +28,9 @@ from cvl_algos.common import (
     make_adam,
     policy_from_config,
     polyak_update,
+    return_weight_options,
 )
-from cvl_data.weighting import check_return_weight_temperature
+from cvl_data.weighting import check_return_weight_baseline, check_return_weight_temperature
 from cvl_models import Torso, TwinQ, ValueNetwork
 
 __all__ = [
@@ -81,12 +82,19 @@ class IQLConfig:
     """None: transitions uniform over the data (the paper). T > 0: each drawn in proportion to
     ``exp(G~ / T)``, G~ its episode's min-max normalised return (return-weighted sampling, "RW"
     of Hong et al. 2023, who apply it to IQL; `cvl_data.weighting`; not in the IQL paper)."""
+    return_weight_baseline: str = "none"
+    """With ``return_weight_temperature``: "none" weighs each episode by its return; "start_state"
+    by its advantage over the start, ``G - V(s_0)``, V the least-squares linear fit of the returns
+    on the episodes' first observations ("AW" of Hong et al. 2023; state observations only), so
+    episodes that start where the return is high anyway (stitched data's starts next to the
+    object) weigh no more for their start (not in the paper)."""
     compile: bool = False
     """Wrap the loss computations in ``torch.compile``."""
 
     def __post_init__(self) -> None:
         check_policy_ema_tau(self.policy_ema_tau)
         check_return_weight_temperature(self.return_weight_temperature)
+        check_return_weight_baseline(self.return_weight_baseline, self.return_weight_temperature)
         if not 0.0 < self.expectile < 1.0:
             raise ValueError(f"expectile must lie in (0, 1), got {self.expectile}")
         if self.beta < 0 or self.max_weight <= 0:
@@ -170,9 +178,9 @@ class IQLLearner(LearnerBase):
 
     @property
     def sampler_options(self) -> dict[str, Any]:
-        """``return_weight_temperature`` for return-weighted transitions (default: none)."""
-        t = self.config.return_weight_temperature
-        return {} if t is None else {"return_weight_temperature": t}
+        """``return_weight_temperature`` and ``return_weight_baseline`` for return-weighted
+        transitions (default: none)."""
+        return return_weight_options(self.config)
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)

@@ -294,6 +294,18 @@ def test_return_weighted_anchors_from_the_config(tmp_path, algo: str) -> None:
             make_learner(algo, (5,), 2, **{**cfg, "return_weight_temperature": bad})
     with pytest.raises(ValueError, match="it needs sampler_mode='uniform', got 'episode'"):
         make_learner(algo, (5,), 2, **{**cfg, "sampler_mode": "episode"})
+    advantage = make_learner(algo, (5,), 2, **cfg, return_weight_baseline="start_state")
+    assert advantage.sampler_options == {
+        "return_weight_temperature": 0.05,
+        "return_weight_baseline": "start_state",
+    }
+    # episodes 0, 2, 4 start at 0 and 1, 3, 5 at 1, episode e's return 4e: against the fit on
+    # the start, the best of each start (4 and 5) lead alike, 4 no longer 55 times behind 5
+    batch = advantage.make_sampler(dataset, "cpu", seed=0).sample()
+    counts = np.bincount(batch.reward_t.numpy().astype(int), minlength=6)
+    assert counts[4] + counts[5] > 0.9 * 500 and abs(int(counts[4]) - int(counts[5])) < 100
+    with pytest.raises(ValueError, match="'start_state' only with return_weight_temperature"):
+        make_learner(algo, (5,), 2, sampler_mode="uniform", return_weight_baseline="start_state")
 
 
 @pytest.mark.parametrize("algo", ESTIMATORS)

@@ -148,3 +148,5 @@ def test_return_weighted_transitions_from_the_config(tmp_path):
     assert counts.min() > 600 / 6 / 2
     with pytest.raises(ValueError, match="return_weight_temperature must be None or a finite"):
         IQLConfig(return_weight_temperature=-0.5)
+    with pytest.raises(ValueError, match="return_weight_baseline must be one of"):
+        IQLConfig(return_weight_temperature=0.5, return_weight_baseline="initial")

@@ -22,6 +22,7 @@ from cvl_data.geometric import check_discount, sample_truncated_geometric
 from cvl_data.source import EpisodeSource, step_episode_index
 from cvl_data.subset import top_episode_indices
 from cvl_data.weighting import (
+    check_return_weight_baseline,
     check_return_weight_temperature,
     draw_weighted_steps,
     return_weighted_step_cdf,
@@ -59,7 +60,8 @@ def _gather(values: torch.Tensor | None, index: torch.Tensor) -> torch.Tensor | 
 
 class _DeviceSampler:
     """Shared set-up: the data on ``device``, a generator seeded with ``seed``, and with
-    ``return_weight_temperature`` T the steps' return weights (`cvl_data.weighting`)."""
+    ``return_weight_temperature`` T the steps' return weights (`cvl_data.weighting`; with
+    ``return_weight_baseline="start_state"`` of the returns' advantage over the start)."""
 
     def __init__(
         self,
@@ -68,15 +70,17 @@ class _DeviceSampler:
         device: str,
         seed: int,
         return_weight_temperature: float | None = None,
+        return_weight_baseline: str = "none",
     ):
         self.spec = dataset.spec
         self.batch_size = _check_batch_size(batch_size)
-        self.return_weight_temperature = check_return_weight_temperature(return_weight_temperature)
+        temperature = check_return_weight_temperature(return_weight_temperature)
+        check_return_weight_baseline(return_weight_baseline, temperature)
         self.device = torch.device(device)
         self._step_cdf: torch.Tensor | None = None
-        if self.return_weight_temperature is not None:
+        if temperature is not None:
             self._step_cdf = return_weighted_step_cdf(
-                dataset, self.return_weight_temperature, self.device
+                dataset, temperature, self.device, return_weight_baseline
             )
         self.data = DeviceData.load(dataset, self.device)
         self.generator = torch.Generator(device=self.device)
@@ -135,6 +139,9 @@ class ContrastiveSampler(_DeviceSampler):
             weight ``exp(G~ / T)`` (`cvl_data.weighting`; needs rewards), so the critic's
             positives and negatives and the policy's data all come from the return-weighted
             mixture.
+        return_weight_baseline: ``"none"``: the weights' return is the episode's return;
+            ``"start_state"``: its advantage over a linear fit on the first observation
+            (`cvl_data.weighting.start_state_advantages`; state observations only).
     """
 
     def __init__(
@@ -149,6 +156,7 @@ class ContrastiveSampler(_DeviceSampler):
         behaviour_top_fraction: float | None = None,
         action_chunk: int = 1,
         return_weight_temperature: float | None = None,
+        return_weight_baseline: str = "none",
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -162,7 +170,9 @@ class ContrastiveSampler(_DeviceSampler):
         if isinstance(action_chunk, bool) or int(action_chunk) != action_chunk or action_chunk < 1:
             raise ValueError(f"action_chunk must be a positive int, got {action_chunk!r}")
         self.action_chunk = int(action_chunk)
-        super().__init__(dataset, batch_size, device, seed, return_weight_temperature)
+        super().__init__(
+            dataset, batch_size, device, seed, return_weight_temperature, return_weight_baseline
+        )
         self.start_groups = start_groups
         if mode == "shared_start":
             if not 1 <= start_groups <= self.batch_size or self.batch_size % start_groups:
@@ -310,6 +320,7 @@ class TransitionSampler(_DeviceSampler):
         seed: seed of the sampler's generator.
         return_weight_temperature: None: uniform transitions; T > 0: each in proportion to its
             episode's return weight (`cvl_data.weighting`; needs rewards).
+        return_weight_baseline: as `ContrastiveSampler`'s.
     """
 
     def __init__(
@@ -319,8 +330,11 @@ class TransitionSampler(_DeviceSampler):
         device: str = "cpu",
         seed: int = 0,
         return_weight_temperature: float | None = None,
+        return_weight_baseline: str = "none",
     ):
-        super().__init__(dataset, batch_size, device, seed, return_weight_temperature)
+        super().__init__(
+            dataset, batch_size, device, seed, return_weight_temperature, return_weight_baseline
+        )
 
     def sample(self) -> TransitionBatch:
         """One batch; see `TransitionBatch` for fields and shapes."""

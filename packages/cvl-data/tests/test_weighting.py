@@ -126,3 +126,45 @@ def test_refuses_data_without_rewards(write_encoded):
     dataset = write_encoded([3, 4], has_rewards=False)
     with pytest.raises(ValueError, match="weighs episodes by return; .* has no rewards"):
         TransitionSampler(dataset, 8, return_weight_temperature=0.1)
+
+
+@SETTINGS
+@given(lengths=st.lists(st.integers(1, 9), min_size=3, max_size=12), seed=st.integers(0, 99))
+def test_start_state_advantages_are_least_squares_residuals(write_encoded, lengths, seed):
+    """The advantages are orthogonal to every start feature and the constant (the normal
+    equations), and returns that are an affine function of the start have none: every episode
+    then weighs the same."""
+    from cvl_data.weighting import start_state_advantages
+
+    dataset = write_encoded(lengths, seed=seed % 7)
+    offsets = dataset.episode_offsets
+    starts = dataset.observations[offsets[:-1] + np.arange(len(lengths))].astype(np.float64)
+    design = np.concatenate([starts.reshape(len(lengths), -1), np.ones((len(lengths), 1))], 1)
+    returns = np.random.default_rng(seed).normal(size=len(lengths)) * 100
+    advantages = start_state_advantages(dataset, returns)
+    np.testing.assert_allclose(design.T @ advantages, 0.0, atol=1e-6 * np.abs(returns).sum())
+    affine = design @ np.random.default_rng(seed + 1).normal(size=design.shape[1])
+    fitted = start_state_advantages(dataset, affine)
+    np.testing.assert_allclose(fitted, 0.0, atol=1e-6 * max(1.0, np.abs(affine).max()))
+    assert np.all(return_weights(fitted, 0.1) == 1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"return_weight_baseline": "bogus", "return_weight_temperature": 0.1}, "must be one of"),
+        ({"return_weight_baseline": "start_state"}, "'start_state' only with"),
+    ],
+)
+def test_baseline_refusals(write_encoded, kwargs, message):
+    dataset = write_encoded([3, 4])
+    with pytest.raises(ValueError, match=message):
+        ContrastiveSampler(dataset, 8, **kwargs)
+
+
+def test_start_state_baseline_refuses_pixels(write_encoded):
+    dataset = write_encoded([3, 4], obs_kind="pixels", obs_shape=(6, 5, 3), obs_dtype="uint8")
+    with pytest.raises(ValueError, match="fits the return on state observations; .* 'pixels'"):
+        TransitionSampler(
+            dataset, 8, return_weight_temperature=0.1, return_weight_baseline="start_state"
+        )

@@ -13,7 +13,7 @@ from typing import Literal
 
 from cvl_algos.common import check_policy_ema_tau
 from cvl_data.samplers import MODES as SAMPLER_MODES
-from cvl_data.weighting import check_return_weight_temperature
+from cvl_data.weighting import check_return_weight_baseline, check_return_weight_temperature
 from cvl_models import Torso
 from cvl_models.critic import MIN_TEMPERATURE
 
@@ -66,6 +66,12 @@ class CVLConfig:
     `cvl_data.weighting`), so critic and policy learn from the return-weighted mixture of the
     data's behaviours and the policy step improves on it instead of on the plain mixture (not
     in the paper)."""
+    return_weight_baseline: str = "none"
+    """With ``return_weight_temperature``: "none" weighs each episode by its return; "start_state"
+    by its advantage over the start, ``G - V(s_0)``, V the least-squares linear fit of the returns
+    on the episodes' first observations ("AW" of Hong et al. 2023; state observations only), so
+    episodes that start where the return is high anyway (stitched data's starts next to the
+    object) weigh no more for their start (not in the paper)."""
     discount: float = 0.99
     """gamma: parameter of the truncated-geometric future offset and the 1/(1-gamma) Q scale."""
     max_grad_norm: float = 100.0
@@ -390,6 +396,7 @@ class CVLConfig:
                 f"start_groups must divide batch_size {self.batch_size}, got {self.start_groups}"
             )
         check_return_weight_temperature(self.return_weight_temperature)
+        check_return_weight_baseline(self.return_weight_baseline, self.return_weight_temperature)
         if self.return_weight_temperature is not None and self.sampler_mode != "uniform":
             raise ValueError(
                 f"return_weight_temperature weighs uniform anchors: it needs "

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from cvl_algos.bc import bc_loss
-from cvl_algos.common import make_adam, policy_from_config
+from cvl_algos.common import make_adam, policy_from_config, return_weight_options
 from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
 from cvl_algos.cvl.extraction import EXTRACTION_LOSSES, extraction_kwargs, flow_matching_loss
@@ -204,7 +204,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     def sampler_options(self) -> dict[str, Any]:
         """``start_groups`` for the ``"shared_start"`` sampler; ``behaviour_top_fraction`` when
         the behaviour term clones the top episodes only (``bc_top_fraction`` < 1);
-        ``action_chunk``; ``return_weight_temperature`` for return-weighted anchors."""
+        ``action_chunk``; ``return_weight_temperature`` and ``return_weight_baseline`` for
+        return-weighted anchors."""
         cfg: CVLConfig = self.config
         options: dict[str, Any] = {}
         if cfg.sampler_mode == "shared_start":
@@ -213,9 +214,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             options["behaviour_top_fraction"] = cfg.bc_top_fraction
         if cfg.action_chunk > 1:
             options["action_chunk"] = cfg.action_chunk
-        if cfg.return_weight_temperature is not None:
-            options["return_weight_temperature"] = cfg.return_weight_temperature
-        return options
+        return {**options, **return_weight_options(cfg)}
 
     # -- pieces of an update ----------------------------------------------------------------------
 
