@@ -1,8 +1,8 @@
-"""Return-weighted anchors (rw01, rw03) against the presets' CVL (uneg) on the same machine.
-argv: RUNS out.json screen|confirm [arm, for confirm]. "screen": each screen run's pooled last
-3 evaluations (success, normalised return), the arms' means and PREREG.md's verdict.
-"confirm": rliable IQM with 95% stratified-bootstrap CIs and P(arm > other) over the held-out
-mixtures x seeds 0-2 (and filtered BC where its runs are under RUNS)."""
+"""Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
+presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc].
+"screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
+means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
+P(ARM > other) over the held-out mixtures x seeds 0-2 (with filtered BC: "fbc")."""
 
 import json
 import sys
@@ -13,7 +13,7 @@ from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improveme
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 from cvl_eval.envs.expert_scores import normalized_score
 
-ARMS = ("uneg", "rw01", "rw03")
+ARMS = ("uneg", "rw01", "rw03", "aw03")
 HELD_OUT = ("handle-pull", "lever-pull", "hammer", "plate-slide")
 SCREEN = (("handle-pull", "held-out"), ("lever-pull", "held-out"), ("door-open", "stitch"))
 SCORED_BY = "last 3 evaluations up to step 10000, pooled (30 episodes)"
