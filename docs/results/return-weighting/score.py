@@ -70,9 +70,9 @@ def confirm(root, out, arm):
     assert normalized
     agg = aggregate_scores(scores)
     poi = probability_of_improvement(scores, [(arm, other) for other in labels if other != arm])
-    success = {label: {t: round(float(np.mean([found[label][(t, s)].final["success_rate"]
-                                               for s in SEEDS])), 3) for t in tasks}
-               for label in labels}
+    success = {label: {t: round(float(np.mean([found[label][(t.removesuffix("-v3"), s)]
+                                               .final["success_rate"] for s in SEEDS])), 3)
+                       for t in tasks} for label in labels}
     out["held-out"] = {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
                        "aggregates": agg, "probability_of_improvement": poi,
                        "mean_success": success}
