@@ -1,5 +1,6 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
-presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc].
+presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | drawer.
+"drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""
@@ -81,10 +82,22 @@ def confirm(root, out, arm):
     print(success)
 
 
+def drawer(root, out):
+    found = runs_by_key(root, ("uneg", "aw03"), ["drawer-open"], (0, 1))
+    for arm, runs in found.items():
+        for (task, seed), run in sorted(runs.items()):
+            norm = normalized_score(run.task, run.final["mean_return"])
+            out["runs"][f"{task} (stitch) seed {seed} {arm}"] = {
+                "success": round(run.final["success_rate"], 3), "normalized": round(float(norm), 3)}
+    print(out["runs"])
+
+
 if __name__ == "__main__":
     root, path, mode = sys.argv[1:4]
     result = {"scored_by": SCORED_BY, "runs": {}}
-    if mode == "screen":
+    if mode == "drawer":
+        drawer(root, result)
+    elif mode == "screen":
         screen(root, result)
     else:
         confirm(root, result, sys.argv[4])
