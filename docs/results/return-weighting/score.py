@@ -1,6 +1,9 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
-presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | drawer.
+presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | drawer |
+suite mixed|hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
+"suite mixed|hard": the suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
+fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""
@@ -92,11 +95,50 @@ def drawer(root, out):
     print(out["runs"])
 
 
+SUITES = {  # dataset: (task, {arm: label of its runs})
+    "mixed": {f"{t} (mixture)": (t, {"uneg": "unegm", "aw03": "aw03m"})
+              for t in ("door-open", "drawer-open", "faucet-open", "reach")},
+    "hard": {**{f"{t} (stitch)": (t, {"uneg": "uneg", "aw03": "aw03"})
+                for t in ("door-open", "drawer-open")},
+             **{f"{t} (noisy)": (t, {"uneg": "unegn", "aw03": "aw03n"})
+                for t in ("faucet-open", "reach")}},
+}
+
+
+def suite(root, out, name):
+    """Both arms on one suite at the seeds where all 8 runs of a seed exist."""
+    datasets = SUITES[name]
+    labels = {label for _, arms in datasets.values() for label in arms.values()}
+    found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, (0, 1, 2))
+    run = {(key, arm, seed): found.get(label, {}).get((task, seed))
+           for key, (task, arms) in datasets.items() for arm, label in arms.items()
+           for seed in (0, 1, 2)}
+    seeds = [s for s in (0, 1, 2) if all(run[(k, a, s)] for k in datasets for a in ("uneg", "aw03"))]
+    assert seeds, f"no seed has all runs of the {name} suite"
+    scores = {arm: np.asarray([[normalized_score(run[(k, arm, s)].task,
+                                                 run[(k, arm, s)].final["mean_return"])
+                                for k in datasets] for s in seeds]) for arm in ("uneg", "aw03")}
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [("aw03", "uneg")])
+    success = {arm: {k: [round(run[(k, arm, s)].final["success_rate"], 3) for s in seeds]
+                     for k in datasets} for arm in ("uneg", "aw03")}
+    out[name] = {"datasets": list(datasets), "seeds": seeds,
+                 "scores": {a: v.tolist() for a, v in scores.items()}, "aggregates": agg,
+                 "probability_of_improvement": poi, "success_per_seed": success}
+    print(name, "seeds", seeds)
+    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in scores})
+    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+    for k in datasets:
+        print(f"{k:24s}", "  ".join(f"{a} {success[a][k]}" for a in success))
+
+
 if __name__ == "__main__":
     root, path, mode = sys.argv[1:4]
     result = {"scored_by": SCORED_BY, "runs": {}}
     if mode == "drawer":
         drawer(root, result)
+    elif mode == "suite":
+        suite(root, result, sys.argv[4])
     elif mode == "screen":
         screen(root, result)
     else:
