@@ -1,5 +1,6 @@
 """Per-dataset mean success of the presets' CVL and the return-weighted arms (screen.json and
-scores.json beside this file) -> suites.png. argv: the folder holding both files."""
+scores.json beside this file, and suites.json when present: the mixed and hard suites, each
+seed a dot) -> suites.png. argv: the folder holding the files."""
 
 import json
 import sys
@@ -14,7 +15,9 @@ import numpy as np  # noqa: E402
 folder = Path(sys.argv[1])
 screen = json.loads((folder / "screen.json").read_text())
 scores = json.loads((folder / "scores.json").read_text())["held-out"]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+suites = json.loads((folder / "suites.json").read_text()) if (folder / "suites.json").exists() else {}
+suites = {k: v for k, v in suites.items() if k in ("mixed", "hard")}
+fig, axes = plt.subplots(1, 2 + len(suites), figsize=(11 + 5 * len(suites), 3.8))
 labels = {"uneg": "presets' CVL", "rw03": "return weights T=0.3", "aw03": "advantage over start T=0.3"}
 colors = {"uneg": "tab:gray", "rw03": "tab:orange", "aw03": "tab:blue"}
 
@@ -36,6 +39,18 @@ for k, arm in enumerate(arms):
 axes[1].set_xticks(np.arange(len(tasks)), tasks, fontsize=8)
 axes[1].set_title("held-out mixtures, mean success over seeds 0 and 1")
 axes[1].legend(fontsize=7)
+for ax, (name, suite) in zip(axes[2:], suites.items()):
+    keys = suite["datasets"]
+    for k, arm in enumerate(("uneg", "aw03")):
+        per_seed = np.asarray([suite["success_per_seed"][arm][d] for d in keys])
+        x = np.arange(len(keys)) + (k - 0.5) * 0.35
+        ax.bar(x, per_seed.mean(axis=1), 0.35, label=labels[arm], color=colors[arm])
+        for j in range(per_seed.shape[1]):
+            ax.plot(x, per_seed[:, j], "k.", markersize=4)
+    ax.set_xticks(np.arange(len(keys)), [d.replace(" (", "\n(") for d in keys], fontsize=8)
+    seeds = ", ".join(str(s) for s in suite["seeds"])
+    ax.set_title(f"{name} suite, mean success (dots: seeds {seeds})")
+    ax.legend(fontsize=7)
 for ax in axes:
     ax.set_ylim(0, 1.05)
 fig.tight_layout()
