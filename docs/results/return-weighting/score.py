@@ -1,8 +1,8 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | drawer |
-suite mixed|hard.
+suite mixed hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
-"suite mixed|hard": the suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
+"suite mixed hard": each suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -138,7 +138,8 @@ if __name__ == "__main__":
     if mode == "drawer":
         drawer(root, result)
     elif mode == "suite":
-        suite(root, result, sys.argv[4])
+        for name in sys.argv[4:]:
+            suite(root, result, name)
     elif mode == "screen":
         screen(root, result)
     else:
