@@ -18,12 +18,13 @@ scores = json.loads((folder / "scores.json").read_text())["held-out"]
 suites = json.loads((folder / "suites.json").read_text()) if (folder / "suites.json").exists() else {}
 suites = {k: v for k, v in suites.items() if k in ("mixed", "hard")}
 fig, axes = plt.subplots(1, 2 + len(suites), figsize=(11 + 5 * len(suites), 3.8))
-labels = {"uneg": "presets' CVL", "rw03": "return weights T=0.3", "aw03": "advantage over start T=0.3"}
-colors = {"uneg": "tab:gray", "rw03": "tab:orange", "aw03": "tab:blue"}
+labels = {"uneg": "presets' CVL", "rw03": "return weights T=0.3", "aw03": "advantage over start T=0.3",
+          "filtered_bc": "filtered BC (top 20%)"}
+colors = {"uneg": "tab:gray", "rw03": "tab:orange", "aw03": "tab:blue", "filtered_bc": "tab:green"}
 
 rows = screen["runs"]
 names = list(rows)
-for k, arm in enumerate(labels):
+for k, arm in enumerate(("uneg", "rw03", "aw03")):
     values = [rows[n].get(arm, {}).get("success", np.nan) for n in names]
     axes[0].bar(np.arange(len(names)) + (k - 1) * 0.27, values, 0.27, label=labels[arm], color=colors[arm])
 axes[0].set_xticks(np.arange(len(names)), [n.replace(" (", "\n").replace(") seed ", " s") for n in names], fontsize=7)
@@ -32,10 +33,12 @@ axes[0].set_title("screen (each run)")
 axes[0].legend(fontsize=7)
 
 tasks = scores["tasks"]
-arms = [a for a in ("uneg", "aw03") if a in scores["mean_success"]]
+arms = [a for a in ("uneg", "aw03", "filtered_bc") if a in scores["mean_success"]]
+width = 0.8 / len(arms)
 for k, arm in enumerate(arms):
     values = [scores["mean_success"][arm][t] for t in tasks]
-    axes[1].bar(np.arange(len(tasks)) + (k - 0.5) * 0.35, values, 0.35, label=labels[arm], color=colors[arm])
+    x = np.arange(len(tasks)) + (k - (len(arms) - 1) / 2) * width
+    axes[1].bar(x, values, width, label=labels[arm], color=colors[arm])
 axes[1].set_xticks(np.arange(len(tasks)), tasks, fontsize=8)
 axes[1].set_title("held-out mixtures, mean success over seeds 0 and 1")
 axes[1].legend(fontsize=7)

@@ -1,7 +1,10 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
-presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | drawer |
-suite mixed hard.
+presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | confirm3 ARM | drawer | seed2 |
+iql | suite mixed hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
+"confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
+"seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
+weights on held-out handle-pull and lever-pull, seeds 0 and 1 (each run, and the means).
 "suite mixed hard": each suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
@@ -85,6 +88,21 @@ def confirm(root, out, arm):
     print(success)
 
 
+def runs_table(root, out, labels, tasks, seeds):
+    """Each run's pooled success and normalised return, and each label's means over them."""
+    found = runs_by_key(root, labels, tasks, seeds)
+    for label in labels:
+        rows = {f"{t} seed {s}": found.get(label, {}).get((t, s)) for t in tasks for s in seeds}
+        rows = {k: {"success": round(r.final["success_rate"], 3),
+                    "normalized": round(float(normalized_score(r.task, r.final["mean_return"])), 3)}
+                for k, r in rows.items() if r is not None}
+        out["runs"][label] = rows
+        out.setdefault("means", {})[label] = {
+            m: round(float(np.mean([v[m] for v in rows.values()])), 3) for m in ("success", "normalized")
+        } if rows else None
+        print(label, out["means"][label], {k: v["success"] for k, v in rows.items()})
+
+
 def drawer(root, out):
     found = runs_by_key(root, ("uneg", "aw03"), ["drawer-open"], (0, 1))
     for arm, runs in found.items():
@@ -137,11 +155,18 @@ if __name__ == "__main__":
     result = {"scored_by": SCORED_BY, "runs": {}}
     if mode == "drawer":
         drawer(root, result)
+    elif mode == "seed2":  # the held-out mixtures' seed 2, beside the confirmation
+        runs_table(root, result, ("uneg", "aw03"), HELD_OUT, (2,))
+    elif mode == "iql":  # IQL with and without aw03's weights (PREREG.md, fourth amendment, 7)
+        runs_table(root, result, ("iql", "iqlaw"), ("handle-pull", "lever-pull"), (0, 1))
     elif mode == "suite":
         for name in sys.argv[4:]:
             suite(root, result, name)
     elif mode == "screen":
         screen(root, result)
+    elif mode == "confirm3":  # the same over seeds 0-2: reported beside the confirmation
+        SEEDS = (0, 1, 2)
+        confirm(root, result, sys.argv[4])
     else:
         confirm(root, result, sys.argv[4])
     with open(path, "w") as f:
