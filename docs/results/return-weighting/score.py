@@ -4,7 +4,8 @@ iql | suite mixed hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
-weights on held-out handle-pull and lever-pull, seeds 0 and 1 (each run, and the means).
+weights on the held-out mixtures, seeds 0 and 1 (each run, the means, and when all ran the IQM
+beside aw03's).
 "suite mixed hard": each suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
@@ -103,6 +104,22 @@ def runs_table(root, out, labels, tasks, seeds):
         print(label, out["means"][label], {k: v["success"] for k, v in rows.items()})
 
 
+def iql_iqm(root, out):
+    """IQL's two arms beside aw03 over the held-out mixtures x seeds 0 and 1, when all ran."""
+    labels = ["iqlaw", "iql", "aw03"]
+    found = runs_by_key(root, labels, HELD_OUT, SEEDS)
+    if any(len(found.get(label, {})) < len(HELD_OUT) * len(SEEDS) for label in labels):
+        return
+    scores, tasks, normalized = score_dict([r for v in found.values() for r in v.values()], labels)
+    assert normalized
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [("iqlaw", "iql"), ("aw03", "iqlaw")])
+    out["held-out"] = {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
+                       "aggregates": agg, "probability_of_improvement": poi}
+    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in labels})
+    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+
+
 def drawer(root, out):
     found = runs_by_key(root, ("uneg", "aw03"), ["drawer-open"], (0, 1))
     for arm, runs in found.items():
@@ -158,7 +175,8 @@ if __name__ == "__main__":
     elif mode == "seed2":  # the held-out mixtures' seed 2, beside the confirmation
         runs_table(root, result, ("uneg", "aw03"), HELD_OUT, (2,))
     elif mode == "iql":  # IQL with and without aw03's weights (PREREG.md, fourth amendment, 7)
-        runs_table(root, result, ("iql", "iqlaw"), ("handle-pull", "lever-pull"), (0, 1))
+        runs_table(root, result, ("iql", "iqlaw"), HELD_OUT, (0, 1))
+        iql_iqm(root, result)
     elif mode == "suite":
         for name in sys.argv[4:]:
             suite(root, result, name)
