@@ -1,6 +1,6 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
-presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] | confirm3 ARM | drawer | seed2 |
-iql | suite mixed hard.
+presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
+confirm3 ARM | drawer | seed2 | iql | suite mixed hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -67,25 +67,30 @@ def screen(root, out):
     print("held-out", out["mean_held-out"], "\nstitch", out["mean_stitch"], "\npasses", out["passes"])
 
 
-def confirm(root, out, arm):
-    labels = [arm, "uneg"] + (["filtered_bc"] if (len(sys.argv) > 5 and sys.argv[5] == "fbc") else [])
-    found = runs_by_key(root, labels, HELD_OUT, SEEDS)
-    for label in labels:
-        missing = [(t, s) for t in HELD_OUT for s in SEEDS if (t, s) not in found.get(label, {})]
-        assert not missing, (label, missing)
+def compare(found, labels, pairs):
+    """rliable IQM with 95% CIs of ``labels`` and P(x > y) for ``pairs``, from their runs."""
     runs = [r for label in labels for r in found[label].values()]
     scores, tasks, normalized = score_dict(runs, labels)
     assert normalized
     agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [(arm, other) for other in labels if other != arm])
-    success = {label: {t: round(float(np.mean([found[label][(t.removesuffix("-v3"), s)]
-                                               .final["success_rate"] for s in SEEDS])), 3)
-                       for t in tasks} for label in labels}
-    out["held-out"] = {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
-                       "aggregates": agg, "probability_of_improvement": poi,
-                       "mean_success": success}
+    poi = probability_of_improvement(scores, pairs)
     print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in labels})
     print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+    return {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
+            "aggregates": agg, "probability_of_improvement": poi}
+
+
+def confirm(root, out, arm, seeds=SEEDS):
+    labels = [arm, "uneg"] + (["filtered_bc"] if (len(sys.argv) > 5 and sys.argv[5] == "fbc") else [])
+    found = runs_by_key(root, labels, HELD_OUT, seeds)
+    for label in labels:
+        missing = [(t, s) for t in HELD_OUT for s in seeds if (t, s) not in found.get(label, {})]
+        assert not missing, (label, missing)
+    out["held-out"] = compare(found, labels, [(arm, other) for other in labels if other != arm])
+    out["held-out"]["mean_success"] = success = {
+        label: {t: round(float(np.mean([found[label][(t.removesuffix("-v3"), s)]
+                                        .final["success_rate"] for s in seeds])), 3)
+                for t in out["held-out"]["tasks"]} for label in labels}
     print(success)
 
 
@@ -108,16 +113,8 @@ def iql_iqm(root, out):
     """IQL's two arms beside aw03 over the held-out mixtures x seeds 0 and 1, when all ran."""
     labels = ["iqlaw", "iql", "aw03"]
     found = runs_by_key(root, labels, HELD_OUT, SEEDS)
-    if any(len(found.get(label, {})) < len(HELD_OUT) * len(SEEDS) for label in labels):
-        return
-    scores, tasks, normalized = score_dict([r for v in found.values() for r in v.values()], labels)
-    assert normalized
-    agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [("iqlaw", "iql"), ("aw03", "iqlaw")])
-    out["held-out"] = {"tasks": tasks, "scores": {a: scores[a].tolist() for a in labels},
-                       "aggregates": agg, "probability_of_improvement": poi}
-    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in labels})
-    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
+        out["held-out"] = compare(found, labels, [("iqlaw", "iql"), ("aw03", "iqlaw")])
 
 
 def drawer(root, out):
@@ -183,8 +180,7 @@ if __name__ == "__main__":
     elif mode == "screen":
         screen(root, result)
     elif mode == "confirm3":  # the same over seeds 0-2: reported beside the confirmation
-        SEEDS = (0, 1, 2)
-        confirm(root, result, sys.argv[4])
+        confirm(root, result, sys.argv[4], seeds=(0, 1, 2))
     else:
         confirm(root, result, sys.argv[4])
     with open(path, "w") as f:
