@@ -309,6 +309,54 @@ def test_return_weighted_anchors_from_the_config(tmp_path, algo: str) -> None:
 
 
 @pytest.mark.parametrize("algo", ESTIMATORS)
+def test_a_weight_scope_gives_the_policy_step_its_own_anchors(tmp_path, algo: str) -> None:
+    """With ``return_weight_scope`` the sampler draws the policy step's own anchors, and the
+    policy step trains on them: the same critic anchors with other policy anchors move the
+    critic identically and the policy differently; the critic's own anchors passed as the
+    policy's give exactly the update without them. The paper's KL form, which reads the
+    anchors' futures, and a scope without a temperature are refused."""
+    cfg = {"sampler_mode": "uniform", "policy_extraction": "ddpgbc", **TINY}
+    weighted = {"return_weight_temperature": 0.3, "return_weight_scope": "policy"}
+    learner = make_learner(algo, (5,), 2, **cfg, **weighted)
+    assert learner.sampler_options == {
+        "return_weight_temperature": 0.3,
+        "return_weight_scope": "policy",
+    }
+    batch = learner.make_sampler(write_six_episodes(tmp_path / "ds"), "cpu", seed=0).sample()
+    assert batch.policy_obs_t is not None and batch.for_policy() is not batch
+
+    base = make_batch(1)
+    other = make_batch(2)
+    variants = {
+        "none": base,
+        "own": dataclasses.replace(base, policy_obs_t=base.obs_t, policy_action_t=base.action_t),
+        "other": dataclasses.replace(
+            base, policy_obs_t=other.obs_t, policy_action_t=other.action_t
+        ),
+    }
+    learners = {}
+    for name, variant in variants.items():
+        torch.manual_seed(0)
+        learners[name] = make_learner(algo, (OBS_DIM,), ACTION_DIM, seed=0, **cfg)
+        torch.manual_seed(1)
+        learners[name].update(variant)
+    assert_learners_equal(learners["none"], learners["own"])
+    for (_, a), (_, b) in zip(
+        learners["none"].critic.state_dict().items(), learners["other"].critic.state_dict().items()
+    ):
+        assert torch.equal(a, b)
+    moved = [
+        not torch.equal(a, b)
+        for a, b in zip(learners["none"].policy.parameters(), learners["other"].policy.parameters())
+    ]
+    assert any(moved)
+    with pytest.raises(ValueError, match="policy_extraction='kl' reads the critic's futures"):
+        make_learner(algo, (5,), 2, **{**cfg, **weighted, "policy_extraction": "kl"})
+    with pytest.raises(ValueError, match="'critic' or 'policy' only with return_weight_temp"):
+        make_learner(algo, (5,), 2, **cfg, return_weight_scope="critic")
+
+
+@pytest.mark.parametrize("algo", ESTIMATORS)
 def test_critic_updates_freezes_the_critic_and_trains_the_policy(algo: str) -> None:
     """With ``critic_updates=2`` the critic and psi_target move in the first 2 updates and not
     after, while the policy keeps training; a negative count and TD InfoNCE are refused."""

@@ -184,6 +184,17 @@ def contrastive_batch(seed: int) -> ContrastiveBatch:
 
 
 CVL_TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
+POLICY_SCOPE = {
+    "sampler_mode": "uniform",
+    "return_weight_temperature": 0.3,
+    "return_weight_scope": "policy",
+}
+
+
+def with_policy_anchors(batch, seed: int):
+    """``batch`` with another synthetic batch's anchors as the policy step's own."""
+    other = contrastive_batch(seed)
+    return dataclasses.replace(batch, policy_obs_t=other.obs_t, policy_action_t=other.action_t)
 
 
 @pytest.mark.parametrize(
@@ -192,11 +203,15 @@ CVL_TINY = {"hidden": (32, 32), "latent_dim": 8, "num_rff_features": 64, "num_ac
         ("cvl", {}),  # RFF Q (xi average, seeded random features per seed)
         ("cvl_mc", {"act_candidates": 4}),  # direct Q; the future bank is stored per seed
         ("cvl", {"policy_extraction": "crr", "self_normalized": True}),
+        # the policy step on its own anchors (each batch carries them)
+        ("cvl_mc", {"policy_extraction": "ddpgbc", **POLICY_SCOPE}),
     ],
 )
 def test_cvl_seeds_equal_each_seed_trained_alone(name, overrides):
     seeds, updates = (0, 1), 200
     streams = [[contrastive_batch(1000 * (s + 1) + i) for i in range(updates)] for s in seeds]
+    if "return_weight_scope" in overrides:
+        streams = [[with_policy_anchors(b, 7 * i) for i, b in enumerate(st)] for st in streams]
 
     def build(seed):
         return make_learner(name, (OBS_DIM,), ACTION_DIM, seed=seed, **CVL_TINY, **overrides)

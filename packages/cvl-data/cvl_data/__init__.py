@@ -6,7 +6,7 @@ Mazoure, Eysenbach, Nachum, Tompson).
 
 __version__ = "0.1.0"
 
-from cvl_data.batches import ContrastiveBatch, TransitionBatch
+from cvl_data.batches import ContrastiveBatch, PolicyAnchors, TransitionBatch
 from cvl_data.concat import ConcatDataset, concat_datasets
 from cvl_data.convert import ConvertOptions, convert
 from cvl_data.d4rl import export_npz, import_d4rl
@@ -36,6 +36,7 @@ __all__ = [
     "DatasetWriter",
     "EpisodeSource",
     "EpisodeSubset",
+    "PolicyAnchors",
     "RelabelledView",
     "ReplayBuffer",
     "TransitionBatch",

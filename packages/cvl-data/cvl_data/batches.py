@@ -26,7 +26,11 @@ class ContrastiveBatch:
     ``(B,)`` int64, ``k >= 1``; ``task_id``: ``(B,)`` int64, None for a single dataset;
     ``behaviour_weight``: ``(B,)`` float32, 1 where the anchor's episode is among the top
     episodes by return and 0 elsewhere (`ContrastiveSampler`'s ``behaviour_top_fraction``, for
-    the policy's behaviour term), None when every anchor counts.
+    the policy's behaviour term), None when every anchor counts. ``policy_obs_t``,
+    ``policy_action_t`` and ``policy_behaviour_weight``: the policy step's own anchors, shaped as
+    ``obs_t``, ``action_t`` and ``behaviour_weight``, when the sampler draws them apart from the
+    critic's (``return_weight_scope`` "critic" or "policy"); None when the policy trains on the
+    critic's anchors. `for_policy` gives the policy step's view.
     """
 
     obs_t: torch.Tensor
@@ -39,15 +43,39 @@ class ContrastiveBatch:
     offset: torch.Tensor
     task_id: torch.Tensor | None
     behaviour_weight: torch.Tensor | None = None
+    policy_obs_t: torch.Tensor | None = None
+    policy_action_t: torch.Tensor | None = None
+    policy_behaviour_weight: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         tensors = (self.action_t, self.reward_t, self.obs_next, self.done, self.obs_future)
         tensors += (self.reward_future, self.offset, self.task_id, self.behaviour_weight)
+        tensors += (self.policy_obs_t, self.policy_action_t, self.policy_behaviour_weight)
         _check_leading("ContrastiveBatch", self.obs_t.shape[0], tensors)
+        if (self.policy_obs_t is None) != (self.policy_action_t is None):
+            raise ValueError("ContrastiveBatch: policy_obs_t and policy_action_t come together")
 
     @property
     def batch_size(self) -> int:
         return self.obs_t.shape[0]
+
+    def for_policy(self) -> ContrastiveBatch | PolicyAnchors:
+        """The anchors the policy step trains on: this batch, or its own `PolicyAnchors`."""
+        if self.policy_obs_t is None:
+            return self
+        return PolicyAnchors(self.policy_obs_t, self.policy_action_t, self.policy_behaviour_weight)
+
+
+@dataclass(frozen=True)
+class PolicyAnchors:
+    """The policy step's anchors when drawn apart from the critic's: ``obs_t`` ``(B, *obs_shape)``,
+    ``action_t`` ``(B, *action_shape)``, ``behaviour_weight`` ``(B,)`` or None (as in
+    `ContrastiveBatch`). They carry no futures: extractions that read the anchors' futures (the
+    paper's KL form) train on the critic's anchors."""
+
+    obs_t: torch.Tensor
+    action_t: torch.Tensor
+    behaviour_weight: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)

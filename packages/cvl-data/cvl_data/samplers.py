@@ -9,7 +9,7 @@ a seeded `torch.Generator` on that device: no Python loop per sample.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 import numpy as np
@@ -23,6 +23,7 @@ from cvl_data.source import EpisodeSource, step_episode_index
 from cvl_data.subset import top_episode_indices
 from cvl_data.weighting import (
     check_return_weight_baseline,
+    check_return_weight_scope,
     check_return_weight_temperature,
     draw_weighted_steps,
     return_weighted_step_cdf,
@@ -94,10 +95,11 @@ class _DeviceSampler:
     def num_episodes(self) -> int:
         return self.data.num_episodes
 
-    def _uniform_steps(self) -> torch.Tensor:
+    def _uniform_steps(self, weighted: bool = True) -> torch.Tensor:
         """``(B,)`` int64 step indices, uniform over all transitions of all episodes, or with
-        ``return_weight_temperature`` each in proportion to its episode's return weight."""
-        if self._step_cdf is not None:
+        ``return_weight_temperature`` (and ``weighted``) each in proportion to its episode's
+        return weight."""
+        if weighted and self._step_cdf is not None:
             return draw_weighted_steps(self._step_cdf, self.batch_size, self.generator)
         return torch.randint(
             0, self.num_steps, (self.batch_size,), generator=self.generator, device=self.device
@@ -142,6 +144,12 @@ class ContrastiveSampler(_DeviceSampler):
         return_weight_baseline: ``"none"``: the weights' return is the episode's return;
             ``"start_state"``: its advantage over a linear fit on the first observation
             (`cvl_data.weighting.start_state_advantages`; state observations only).
+        return_weight_scope: whose anchors the return weights draw. ``"all"``: every anchor
+            (the batch as above). ``"critic"``: the critic's anchors; the batch also carries
+            the policy step's own anchors (``policy_obs_t``, ``policy_action_t``,
+            ``policy_behaviour_weight``), drawn uniformly. ``"policy"``: the critic's anchors
+            uniform, the policy step's own anchors by the weights. Not "all" only with
+            ``return_weight_temperature``.
     """
 
     def __init__(
@@ -157,9 +165,12 @@ class ContrastiveSampler(_DeviceSampler):
         action_chunk: int = 1,
         return_weight_temperature: float | None = None,
         return_weight_baseline: str = "none",
+        return_weight_scope: str = "all",
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        check_return_weight_scope(return_weight_scope, return_weight_temperature)
+        self.return_weight_scope = return_weight_scope
         if return_weight_temperature is not None and mode != "uniform":
             raise ValueError(
                 f"return_weight_temperature weighs uniform anchors; mode {mode!r} draws its own, "
@@ -219,7 +230,11 @@ class ContrastiveSampler(_DeviceSampler):
     def sample(self) -> ContrastiveBatch:
         """One batch; see `ContrastiveBatch` for fields and shapes."""
         if self.mode == "uniform":
-            return self.batch_at(self._uniform_steps())
+            if self.return_weight_scope == "all":
+                return self.batch_at(self._uniform_steps())
+            batch = self.batch_at(self._uniform_steps(self.return_weight_scope == "critic"))
+            policy_steps = self._uniform_steps(self.return_weight_scope == "policy")
+            return replace(batch, **self._policy_anchors_at(policy_steps))
         if self.mode == "episode":
             return self.batch_at(self._episode_steps())
         return self.batch_at(self._shared_start_steps())
@@ -247,6 +262,17 @@ class ContrastiveSampler(_DeviceSampler):
             task_id=_gather(data.task_ids, step_t),
             behaviour_weight=_gather(self.behaviour_weight, step_t),
         )
+
+    def _policy_anchors_at(self, step_t: torch.Tensor) -> dict[str, torch.Tensor | None]:
+        """The policy step's own anchors at steps ``(B,)``: ``policy_obs_t``,
+        ``policy_action_t`` and ``policy_behaviour_weight`` (`ContrastiveBatch`)."""
+        data = self.data
+        steps_left = data.steps_left.index_select(0, step_t)
+        return {
+            "policy_obs_t": _rows(data.observations, data.obs_row.index_select(0, step_t)),
+            "policy_action_t": self._actions_at(step_t, steps_left),
+            "policy_behaviour_weight": _gather(self.behaviour_weight, step_t),
+        }
 
     def _actions_at(self, step_t: torch.Tensor, steps_left: torch.Tensor) -> torch.Tensor:
         """``a_t`` ``(B, A)``, or with ``action_chunk`` h > 1 the chunk ``(B, h * A)``

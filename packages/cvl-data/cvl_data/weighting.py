@@ -28,6 +28,21 @@ BASELINES: tuple[str, ...] = ("none", "start_state")
 """The values of ``return_weight_baseline``: the plain return, or its advantage over the start."""
 
 
+WEIGHT_SCOPES: tuple[str, ...] = ("all", "critic", "policy")
+"""The values of `cvl_data.ContrastiveSampler`'s ``return_weight_scope``: whose anchors the return
+weights draw."""
+
+
+def check_return_weight_scope(scope: str, temperature: float | None) -> str:
+    """``scope`` if it is one of `WEIGHT_SCOPES` (not "all" only with a temperature)."""
+    if scope not in WEIGHT_SCOPES or (scope != "all" and temperature is None):
+        raise ValueError(
+            f"return_weight_scope must be one of {WEIGHT_SCOPES} ('critic' or 'policy' only with "
+            f"return_weight_temperature), got {scope!r} with temperature {temperature!r}"
+        )
+    return scope
+
+
 def check_return_weight_baseline(baseline: str, temperature: float | None) -> str:
     """``baseline`` if it is one of `BASELINES` ("start_state" only with a temperature)."""
     if baseline not in BASELINES or (baseline != "none" and temperature is None):

@@ -7,7 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from cvl_data import ContrastiveBatch, ContrastiveSampler, TransitionBatch, TransitionSampler
+from cvl_data import (
+    ContrastiveBatch,
+    ContrastiveSampler,
+    PolicyAnchors,
+    TransitionBatch,
+    TransitionSampler,
+)
 
 SETTINGS = settings(max_examples=30, deadline=None, database=None)
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -31,9 +37,9 @@ def naive_contrastive(dataset, t: int, k: int) -> dict:
     }
 
 
-def anchor_steps(dataset, batch: ContrastiveBatch | TransitionBatch) -> np.ndarray:
+def anchor_steps(dataset, batch: ContrastiveBatch | PolicyAnchors | TransitionBatch) -> np.ndarray:
     """Recover global steps from the encoded observation rows (obs[r, 0] == r)."""
-    obs = batch.obs_t if isinstance(batch, ContrastiveBatch) else batch.obs
+    obs = batch.obs if isinstance(batch, TransitionBatch) else batch.obs_t
     rows = obs[:, 0].cpu().numpy().astype(np.int64)
     first_rows = dataset.episode_offsets + np.arange(dataset.num_episodes + 1)
     e = np.searchsorted(first_rows, rows, side="right") - 1

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
-from test_samplers import anchor_steps  # pants: no-infer-dep
+from test_samplers import anchor_steps, naive_contrastive  # pants: no-infer-dep
 
 from cvl_data import ContrastiveSampler, TransitionSampler
 from cvl_data.weighting import draw_weighted_steps, return_weighted_step_cdf, return_weights
@@ -87,6 +87,50 @@ def test_samplers_draw_anchors_in_proportion_to_return_weights(write_encoded, ki
     assert chisquare(counts, uniform).pvalue < 1e-6  # the weights really change the draw
 
 
+@pytest.mark.parametrize("scope", ["critic", "policy"])
+def test_a_scope_weighs_one_side_and_draws_the_other_uniformly(write_encoded, scope):
+    """``return_weight_scope`` "critic": the critic's anchors follow the weights and the policy's
+    own anchors are uniform; "policy" the other way round. Each policy anchor's observation,
+    action and top-episode flag are those of one step of the data."""
+    dataset = write_encoded([7, 3, 12, 20, 5], seed=2)
+    temperature = 0.3
+    sampler = ContrastiveSampler(
+        dataset,
+        1000,
+        seed=5,
+        return_weight_temperature=temperature,
+        return_weight_scope=scope,
+        behaviour_top_fraction=0.4,
+    )
+    critic_steps, policy_steps = [], []
+    for _ in range(100):
+        batch = sampler.sample()
+        policy = batch.for_policy()
+        assert policy.obs_t.shape == batch.obs_t.shape
+        steps = anchor_steps(dataset, policy)
+        for i in range(0, len(steps), 97):
+            reference = naive_contrastive(dataset, int(steps[i]), 1)
+            np.testing.assert_array_equal(policy.action_t[i].numpy(), reference["action_t"])
+        flags = sampler.behaviour_weight[torch.as_tensor(steps)]
+        assert torch.equal(policy.behaviour_weight, flags)
+        critic_steps.append(anchor_steps(dataset, batch))
+        policy_steps.append(steps)
+    weighted = naive_step_probabilities(dataset, temperature)
+    uniform = np.full(dataset.num_steps, 1.0 / dataset.num_steps)
+    drawn = {"critic": critic_steps, "policy": policy_steps}
+    for side, steps in drawn.items():
+        counts = np.bincount(np.concatenate(steps), minlength=dataset.num_steps)
+        expected, other = (weighted, uniform) if side == scope else (uniform, weighted)
+        assert chisquare(counts, expected * counts.sum()).pvalue > 1e-3, side
+        assert chisquare(counts, other * counts.sum()).pvalue < 1e-6, side
+
+
+def test_the_default_scope_trains_the_policy_on_the_critics_anchors(write_encoded):
+    dataset = write_encoded([9, 4, 15], seed=3)
+    batch = ContrastiveSampler(dataset, 64, seed=2, return_weight_temperature=0.2).sample()
+    assert batch.policy_obs_t is None and batch.for_policy() is batch
+
+
 def test_a_large_temperature_tends_to_uniform_anchors(write_encoded):
     dataset = write_encoded([7, 1, 12, 30], seed=1)
     sampler = ContrastiveSampler(dataset, 1000, seed=11, return_weight_temperature=1e6)
@@ -114,6 +158,8 @@ def test_weighted_batches_keep_the_sampler_contract(write_encoded):
         ({"return_weight_temperature": float("inf")}, "must be None or a finite number > 0"),
         ({"return_weight_temperature": True}, "must be None or a finite number > 0"),
         ({"return_weight_temperature": 0.1, "mode": "episode"}, "weighs uniform anchors"),
+        ({"return_weight_scope": "policy"}, "'critic' or 'policy' only with return_weight_temp"),
+        ({"return_weight_temperature": 0.1, "return_weight_scope": "both"}, "scope must be one"),
     ],
 )
 def test_refusals(write_encoded, kwargs, message):

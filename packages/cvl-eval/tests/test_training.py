@@ -164,12 +164,18 @@ def test_resume_after_interruptions_gives_the_uninterrupted_final_checkpoint(dat
     assert [r["phase"] for r in records(out)][:3] == ["pretrain"] * 3
 
 
-def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_path):
-    """``return_weight_temperature`` reaches the run's sampler from the overrides: a run killed
-    after its checkpoint at update 4 resumes to the uninterrupted run's final tensors, and the
-    weighted run differs from the uniform one."""
-    weighted = (*CVL_SMALL, 'sampler_mode="uniform"', "return_weight_temperature=0.1")
-    kw = dict(algorithm="cvl_mc", overrides=weighted, steps=10, checkpoint_every=4)
+@pytest.mark.parametrize("scope", ["all", "policy"])
+def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_path, scope):
+    """``return_weight_temperature`` (with ``return_weight_scope`` "policy": the policy step's
+    own anchors) reaches the run's sampler from the overrides: a run killed after its checkpoint
+    at update 4 resumes to the uninterrupted run's final tensors, and the weighted run differs
+    from the uniform one."""
+    uniform = (*CVL_SMALL, 'sampler_mode="uniform"')
+    weights = ("return_weight_temperature=0.1",)
+    if scope != "all":  # the policy's own anchors carry no futures for the paper's KL form
+        uniform += ('policy_extraction="ddpgbc"',)
+        weights += (f'return_weight_scope="{scope}"',)
+    kw = dict(algorithm="cvl_mc", overrides=uniform + weights, steps=10, checkpoint_every=4)
     train(_config(data, tmp_path / "whole", **kw))
 
     def crash(info):
@@ -181,11 +187,13 @@ def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_pat
     train(_config(data, tmp_path / "stopped", resume=True, **kw))
     a, b = _tensors(tmp_path / "whole" / "final"), _tensors(tmp_path / "stopped" / "final")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    train(_config(data, tmp_path / "uniform", **{**kw, "overrides": weighted[:-1]}))
+    train(_config(data, tmp_path / "uniform", **{**kw, "overrides": uniform}))
     c = _tensors(tmp_path / "uniform" / "final")
     assert any(not torch.equal(a[k], c[k]) for k in a)
-    stored = json.loads((tmp_path / "whole" / "config.json").read_text())
-    assert json.dumps(stored).count('"return_weight_temperature": 0.1') == 1
+    stored = json.dumps(json.loads((tmp_path / "whole" / "config.json").read_text()))
+    assert stored.count('"return_weight_temperature": 0.1') == 1
+    assert stored.count('"return_weight_scope"') == (scope != "all")  # the default is not stored
+    assert stored.count(f'"return_weight_scope": "{scope}"') == (scope != "all")
 
 
 def test_cql_uds_pretrains_on_zero_rewards_then_trains(data, tmp_path):

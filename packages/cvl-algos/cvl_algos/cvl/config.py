@@ -13,7 +13,11 @@ from typing import Literal
 
 from cvl_algos.common import check_policy_ema_tau
 from cvl_data.samplers import MODES as SAMPLER_MODES
-from cvl_data.weighting import check_return_weight_baseline, check_return_weight_temperature
+from cvl_data.weighting import (
+    check_return_weight_baseline,
+    check_return_weight_scope,
+    check_return_weight_temperature,
+)
 from cvl_models import Torso
 from cvl_models.critic import MIN_TEMPERATURE
 
@@ -72,6 +76,13 @@ class CVLConfig:
     on the episodes' first observations ("AW" of Hong et al. 2023; state observations only), so
     episodes that start where the return is high anyway (stitched data's starts next to the
     object) weigh no more for their start (not in the paper)."""
+    return_weight_scope: str = "all"
+    """With ``return_weight_temperature``, whose anchors the weights draw: "all" (critic and
+    policy train on one weighted batch), "critic" (the critic's anchors weighted, the policy
+    step's own anchors uniform) or "policy" (the critic's anchors uniform, the policy step's
+    weighted; `cvl_data.ContrastiveSampler`). The two last separate the weights' effect on the
+    Q the critic learns from their effect on where and what the policy imitates (not in the
+    paper). Not "all" only with an extraction that reads no futures (not "kl")."""
     discount: float = 0.99
     """gamma: parameter of the truncated-geometric future offset and the 1/(1-gamma) Q scale."""
     max_grad_norm: float = 100.0
@@ -397,6 +408,12 @@ class CVLConfig:
             )
         check_return_weight_temperature(self.return_weight_temperature)
         check_return_weight_baseline(self.return_weight_baseline, self.return_weight_temperature)
+        check_return_weight_scope(self.return_weight_scope, self.return_weight_temperature)
+        if self.return_weight_scope != "all" and self.policy_extraction == "kl":
+            raise ValueError(
+                f"return_weight_scope={self.return_weight_scope!r} draws the policy's own "
+                f"anchors, without futures; policy_extraction='kl' reads the critic's futures"
+            )
         if self.return_weight_temperature is not None and self.sampler_mode != "uniform":
             raise ValueError(
                 f"return_weight_temperature weighs uniform anchors: it needs "

@@ -204,8 +204,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
     def sampler_options(self) -> dict[str, Any]:
         """``start_groups`` for the ``"shared_start"`` sampler; ``behaviour_top_fraction`` when
         the behaviour term clones the top episodes only (``bc_top_fraction`` < 1);
-        ``action_chunk``; ``return_weight_temperature`` and ``return_weight_baseline`` for
-        return-weighted anchors."""
+        ``action_chunk``; ``return_weight_temperature``, ``return_weight_baseline`` and
+        ``return_weight_scope`` for return-weighted anchors."""
         cfg: CVLConfig = self.config
         options: dict[str, Any] = {}
         if cfg.sampler_mode == "shared_start":
@@ -214,6 +214,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             options["behaviour_top_fraction"] = cfg.bc_top_fraction
         if cfg.action_chunk > 1:
             options["action_chunk"] = cfg.action_chunk
+        if cfg.return_weight_scope != "all":
+            options["return_weight_scope"] = cfg.return_weight_scope
         return {**options, **return_weight_options(cfg)}
 
     # -- pieces of an update ----------------------------------------------------------------------
@@ -407,8 +409,11 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         return [carry["psi_future"], *others]
 
     def _policy_loss_of(self, batch: Any, carry) -> tuple[Tensor, dict[str, Tensor]]:
-        """The configured policy extraction's loss (`EXTRACTION_LOSSES`)."""
+        """The configured policy extraction's loss (`EXTRACTION_LOSSES`) on the policy step's
+        anchors (`ContrastiveBatch.for_policy`: the critic's, or its own with
+        ``return_weight_scope`` "critic" or "policy"); Q's futures are the critic's batch's."""
         cfg: CVLConfig = self.config
+        batch = batch.for_policy()
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
         q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"])
