@@ -7,7 +7,9 @@ confirm3 ARM | drawer | seed2 | iql | suite mixed hard.
 weights on the held-out mixtures, seeds 0 and 1 (each run, the means, and when all ran the IQM
 beside aw03's).
 "suite mixed hard": each suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
-fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset.
+fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset
+("mixed@aw05": another arm's). "screen2": the fifth and sixth amendments' screen (T = 0.5; the
+weights on the critic's or the policy's anchors only).
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""
@@ -127,41 +129,75 @@ def drawer(root, out):
     print(out["runs"])
 
 
-SUITES = {  # dataset: (task, {arm: label of its runs})
-    "mixed": {f"{t} (mixture)": (t, {"uneg": "unegm", "aw03": "aw03m"})
-              for t in ("door-open", "drawer-open", "faucet-open", "reach")},
-    "hard": {**{f"{t} (stitch)": (t, {"uneg": "uneg", "aw03": "aw03"})
-                for t in ("door-open", "drawer-open")},
-             **{f"{t} (noisy)": (t, {"uneg": "unegn", "aw03": "aw03n"})
-                for t in ("faucet-open", "reach")}},
+SUFFIX = {"mixture": "m", "stitch": "", "noisy": "n"}  # the runs' label: arm + the data's suffix
+SUITES = {  # dataset: (task, kind)
+    "mixed": {f"{t} (mixture)": (t, "mixture") for t in ("door-open", "drawer-open", "faucet-open", "reach")},
+    "hard": {**{f"{t} (stitch)": (t, "stitch") for t in ("door-open", "drawer-open")},
+             **{f"{t} (noisy)": (t, "noisy") for t in ("faucet-open", "reach")}},
 }
 
 
-def suite(root, out, name):
-    """Both arms on one suite at the seeds where all 8 runs of a seed exist."""
-    datasets = SUITES[name]
-    labels = {label for _, arms in datasets.values() for label in arms.values()}
+def suite(root, out, name, arm="aw03"):
+    """``arm`` and the presets on one suite at the seeds where all 8 runs of a seed exist
+    (``name@arm``: the result under that key)."""
+    datasets, arms = SUITES[name], (arm, "uneg")
+    labels = {a + SUFFIX[kind] for _, kind in datasets.values() for a in arms}
     found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, (0, 1, 2))
-    run = {(key, arm, seed): found.get(label, {}).get((task, seed))
-           for key, (task, arms) in datasets.items() for arm, label in arms.items()
-           for seed in (0, 1, 2)}
-    seeds = [s for s in (0, 1, 2) if all(run[(k, a, s)] for k in datasets for a in ("uneg", "aw03"))]
+    run = {(key, a, seed): found.get(a + SUFFIX[kind], {}).get((task, seed))
+           for key, (task, kind) in datasets.items() for a in arms for seed in (0, 1, 2)}
+    seeds = [s for s in (0, 1, 2) if all(run[(k, a, s)] for k in datasets for a in arms)]
     assert seeds, f"no seed has all runs of the {name} suite"
-    scores = {arm: np.asarray([[normalized_score(run[(k, arm, s)].task,
-                                                 run[(k, arm, s)].final["mean_return"])
-                                for k in datasets] for s in seeds]) for arm in ("uneg", "aw03")}
+    scores = {a: np.asarray([[normalized_score(run[(k, a, s)].task,
+                                               run[(k, a, s)].final["mean_return"])
+                              for k in datasets] for s in seeds]) for a in ("uneg", arm)}
     agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [("aw03", "uneg")])
-    success = {arm: {k: [round(run[(k, arm, s)].final["success_rate"], 3) for s in seeds]
-                     for k in datasets} for arm in ("uneg", "aw03")}
-    out[name] = {"datasets": list(datasets), "seeds": seeds,
-                 "scores": {a: v.tolist() for a, v in scores.items()}, "aggregates": agg,
-                 "probability_of_improvement": poi, "success_per_seed": success}
-    print(name, "seeds", seeds)
+    poi = probability_of_improvement(scores, [(arm, "uneg")])
+    success = {a: {k: [round(run[(k, a, s)].final["success_rate"], 3) for s in seeds]
+                   for k in datasets} for a in ("uneg", arm)}
+    key = name if arm == "aw03" else f"{name}@{arm}"
+    out[key] = {"datasets": list(datasets), "seeds": seeds,
+                "scores": {a: v.tolist() for a, v in scores.items()}, "aggregates": agg,
+                "probability_of_improvement": poi, "success_per_seed": success}
+    print(key, "seeds", seeds)
     print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in scores})
     print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
     for k in datasets:
         print(f"{k:24s}", "  ".join(f"{a} {success[a][k]}" for a in success))
+
+
+SCREEN2_ARMS = ("uneg", "aw03", "aw05", "aw03p", "aw03c")
+SCREEN2 = (("handle-pull", "held-out"), ("lever-pull", "held-out"), ("drawer-open", "mixture"))
+
+
+def screen2(root, out):
+    """PREREG.md, fifth and sixth amendments: each arm's screen runs (pooled success and
+    normalised return), its means on the held-out and drawer-open mixture runs, the verdict."""
+    suffix = {"held-out": "", "mixture": "m"}
+    for task, part in SCREEN2:
+        found = runs_by_key(root, [a + suffix[part] for a in SCREEN2_ARMS], [task], (0, 1))
+        for seed in (0, 1):
+            row = {}
+            for arm in SCREEN2_ARMS:
+                run = found.get(arm + suffix[part], {}).get((task, seed))
+                if run is not None:
+                    norm = normalized_score(run.task, run.final["mean_return"])
+                    row[arm] = {"success": round(run.final["success_rate"], 3),
+                                "normalized": round(float(norm), 3)}
+            out["runs"][f"{task} ({part}) seed {seed}"] = row
+    for part in ("held-out", "mixture"):
+        rows = [v for k, v in out["runs"].items() if f"({part})" in k]
+        out[f"mean_{part}"] = {
+            arm: {m: round(float(np.mean([r[arm][m] for r in rows])), 3)
+                  for m in ("success", "normalized")}
+            for arm in SCREEN2_ARMS if all(arm in r for r in rows)}
+    out["passes"] = {  # held-out >= the presets' + 0.15, drawer-open mixture >= 0.89
+        arm: out["mean_held-out"][arm]["success"] >= out["mean_held-out"]["uneg"]["success"] + 0.15
+        and out["mean_mixture"][arm]["success"] >= 0.89
+        for arm in SCREEN2_ARMS[1:] if arm in out["mean_held-out"] and arm in out["mean_mixture"]}
+    for key, row in out["runs"].items():
+        print(f"{key:35s}", "  ".join(f"{a} {v['success']:.2f} ({v['normalized']:.2f})"
+                                       for a, v in row.items()))
+    print("held-out", out["mean_held-out"], "\nmixture", out["mean_mixture"], "\npasses", out["passes"])
 
 
 if __name__ == "__main__":
@@ -174,9 +210,11 @@ if __name__ == "__main__":
     elif mode == "iql":  # IQL with and without aw03's weights (PREREG.md, fourth amendment, 7)
         runs_table(root, result, ("iql", "iqlaw"), HELD_OUT, (0, 1))
         iql_iqm(root, result)
-    elif mode == "suite":
+    elif mode == "suite":  # names "mixed", "hard" (aw03) or "mixed@ARM"
         for name in sys.argv[4:]:
-            suite(root, result, name)
+            suite(root, result, *name.split("@"))
+    elif mode == "screen2":
+        screen2(root, result)
     elif mode == "screen":
         screen(root, result)
     elif mode == "confirm3":  # the same over seeds 0-2: reported beside the confirmation
