@@ -9,13 +9,15 @@ beside aw03's).
 "suite mixed hard": each suite's 4 datasets x the seeds every run of both arms has (PREREG.md,
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset
 ("mixed@aw05": another arm's). "screen2": the fifth and sixth amendments' screen (T = 0.5; the
-weights on the critic's or the policy's anchors only).
+weights on the critic's or the policy's anchors only). "20k": the seventh amendment's runs.
+"curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -30,10 +32,10 @@ SEEDS = (0, 1)  # the confirmation's seeds (PREREG.md, third amendment)
 SCORED_BY = "last 3 evaluations up to step 10000, pooled (30 episodes)"
 
 
-def runs_by_key(root, labels, tasks, seeds):
-    """{label: {(task, seed): run}} of the runs under ``root``."""
-    found = {}
-    for run in load_runs([root], last_evals=3, up_to_step=10000):
+def runs_by_key(root, labels, tasks, seeds, steps=10000):
+    """{label: {(task, seed): run}} of the runs under ``root``, scored at ``steps``."""
+    found, roots = {}, [Path(root) / label for label in labels if (Path(root) / label).is_dir()]
+    for run in load_runs(roots, last_evals=3, up_to_step=steps) if roots else ():
         task = run.task.removesuffix("-v3")
         if run.label in labels and task in tasks and run.seed in seeds:
             found.setdefault(run.label, {})[(task, run.seed)] = run
@@ -96,9 +98,9 @@ def confirm(root, out, arm, seeds=SEEDS):
     print(success)
 
 
-def runs_table(root, out, labels, tasks, seeds):
+def runs_table(root, out, labels, tasks, seeds, steps=10000):
     """Each run's pooled success and normalised return, and each label's means over them."""
-    found = runs_by_key(root, labels, tasks, seeds)
+    found = runs_by_key(root, labels, tasks, seeds, steps)
     for label in labels:
         rows = {f"{t} seed {s}": found.get(label, {}).get((t, s)) for t in tasks for s in seeds}
         rows = {k: {"success": round(r.final["success_rate"], 3),
@@ -200,6 +202,45 @@ def screen2(root, out):
     print("held-out", out["mean_held-out"], "\nmixture", out["mean_mixture"], "\npasses", out["passes"])
 
 
+def steps20k(root, out):
+    """PREREG.md, seventh amendment: the drawer-open mixture's delay (item 1) and `aw03` against
+    filtered BC on the held-out mixtures (item 2), 20k steps, last 3 evaluations pooled."""
+    out["scored_by"] = SCORED_BY.replace("10000", "20000")
+    runs_table(root, out, ("unegm20k", "aw03m20k"), ("drawer-open",), (0, 1), steps=20000)
+    means = out["means"]
+    if means["unegm20k"] and means["aw03m20k"]:
+        out["delay"] = means["aw03m20k"]["success"] >= means["unegm20k"]["success"] - 0.05
+    labels = ["aw03_20k", "filtered_bc20k"]
+    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=20000)
+    held_out = {"runs": {}}
+    runs_table(root, held_out, labels, HELD_OUT, SEEDS, steps=20000)
+    out["held-out runs"], out["held-out means"] = held_out["runs"], held_out["means"]
+    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
+        out["held-out"] = compare(found, labels, [("aw03_20k", "filtered_bc20k")])
+        p = out["held-out"]["probability_of_improvement"]["aw03_20k > filtered_bc20k"]["point"]
+        out["verdict"] = "ahead" if p >= 0.70 else "behind" if p <= 0.30 else "level"
+        print("verdict", out["verdict"])
+
+
+CURVES = {  # figure panel: (task, labels, steps)
+    "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
+    "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
+    **{f"{t} (held-out), 20k": (t, ("aw03_20k", "filtered_bc20k"), 20000) for t in HELD_OUT},
+}
+
+
+def curves(root, out):
+    """Success and normalised return at every evaluation of the runs that `curves.py` draws."""
+    for panel, (task, labels, steps) in CURVES.items():
+        found = runs_by_key(root, labels, [task], (0, 1, 2), steps=steps)
+        out["runs"][panel] = {
+            label: {str(seed): [{"step": e["step"], "success": e["success"],
+                                 "normalized": round(float(normalized_score(run.task, e["return"])), 3)}
+                                for e in run.evals]
+                    for (_, seed), run in sorted(found.get(label, {}).items())}
+            for label in labels}
+
+
 if __name__ == "__main__":
     root, path, mode = sys.argv[1:4]
     result = {"scored_by": SCORED_BY, "runs": {}}
@@ -215,6 +256,10 @@ if __name__ == "__main__":
             suite(root, result, *name.split("@"))
     elif mode == "screen2":
         screen2(root, result)
+    elif mode == "20k":
+        steps20k(root, result)
+    elif mode == "curves":
+        curves(root, result)
     elif mode == "screen":
         screen(root, result)
     elif mode == "confirm3":  # the same over seeds 0-2: reported beside the confirmation
