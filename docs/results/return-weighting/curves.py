@@ -1,7 +1,7 @@
 """Success at every evaluation (curves.json beside this file, `score.py ... curves`): the suite's
 drawer-open mixture at 10k steps (the presets, T = 0.3 / 0.5, the weights on one side only) and
 20k, and the held-out mixtures at 20k (the weighted CVL against filtered BC); each seed a thin
-line, the arm's mean a thick one -> curves.png. argv: the folder holding curves.json."""
+line, the arm's mean a thick one (T = 0.5 dashed: its mean equals the policy-only arm's) -> curves.png. argv: the folder holding curves.json."""
 
 import json
 import sys
@@ -41,6 +41,7 @@ for ax, (panel, labels) in zip(axes.flat, panels.items()):
         if len({len(c) for c in curves}) == 1:
             mean = np.mean(curves, axis=0)
             ax.plot([s / 1000 for s in steps], mean, color=colors[arm], lw=2.2,
+                    ls="--" if arm == "aw05" else "-",
                     label=f"{names[arm]} ({len(curves)} seeds)")
     ax.set_title(panel, fontsize=10)
     ax.set_xlabel("steps (thousands)")

@@ -217,7 +217,7 @@ def steps20k(root, out):
     out["held-out runs"], out["held-out means"] = held_out["runs"], held_out["means"]
     if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
         out["held-out"] = compare(found, labels, [("aw03_20k", "filtered_bc20k")])
-        p = out["held-out"]["probability_of_improvement"]["aw03_20k > filtered_bc20k"]["point"]
+        p = out["held-out"]["probability_of_improvement"]["aw03_20k,filtered_bc20k"]["point"]
         out["verdict"] = "ahead" if p >= 0.70 else "behind" if p <= 0.30 else "level"
         print("verdict", out["verdict"])
 
