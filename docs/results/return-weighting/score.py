@@ -42,33 +42,44 @@ def runs_by_key(root, labels, tasks, seeds, steps=10000):
     return found
 
 
-def screen(root, out):
-    found = runs_by_key(root, ARMS, [t for t, _ in SCREEN], (0, 1))
-    for task, part in SCREEN:
+def screen_table(root, out, screen, arms, suffix):
+    """Each screen run's pooled success and normalised return by arm (``screen``: (task, part)
+    pairs, seeds 0 and 1; a run's label is its arm + ``suffix[part]``), and each arm's means
+    per part over the runs it has all of."""
+    for task, part in screen:
+        found = runs_by_key(root, [a + suffix[part] for a in arms], [task], (0, 1))
         for seed in (0, 1):
             row = {}
-            for arm in ARMS:
-                run = found.get(arm, {}).get((task, seed))
+            for arm in arms:
+                run = found.get(arm + suffix[part], {}).get((task, seed))
                 if run is not None:
                     norm = normalized_score(run.task, run.final["mean_return"])
                     row[arm] = {"success": round(run.final["success_rate"], 3),
                                 "normalized": round(float(norm), 3)}
             out["runs"][f"{task} ({part}) seed {seed}"] = row
-    for part in ("held-out", "stitch"):
+    for part in dict.fromkeys(part for _, part in screen):
         rows = [v for k, v in out["runs"].items() if f"({part})" in k]
         out[f"mean_{part}"] = {
             arm: {m: round(float(np.mean([r[arm][m] for r in rows])), 3)
                   for m in ("success", "normalized")}
-            for arm in ARMS if all(arm in r for r in rows)}
+            for arm in arms if all(arm in r for r in rows)}
+
+
+def print_screen(out, parts):
+    for key, row in out["runs"].items():
+        print(f"{key:35s}", "  ".join(f"{a} {v['success']:.2f} ({v['normalized']:.2f})"
+                                       for a, v in row.items()))
+    print(*(f"{part} {out[f'mean_{part}']}" for part in parts), f"passes {out['passes']}", sep="\n")
+
+
+def screen(root, out):
+    screen_table(root, out, SCREEN, ARMS, {"held-out": "", "stitch": ""})
     base = out["mean_held-out"]["uneg"]["success"], out["mean_stitch"]["uneg"]["success"]
     out["passes"] = {
         arm: out["mean_held-out"][arm]["success"] >= base[0] + 0.15
         and out["mean_stitch"][arm]["success"] >= base[1] - 0.10
         for arm in ARMS[1:] if arm in out["mean_held-out"] and arm in out["mean_stitch"]}
-    for key, row in out["runs"].items():
-        print(f"{key:35s}", "  ".join(f"{a} {v['success']:.2f} ({v['normalized']:.2f})"
-                                       for a, v in row.items()))
-    print("held-out", out["mean_held-out"], "\nstitch", out["mean_stitch"], "\npasses", out["passes"])
+    print_screen(out, ("held-out", "stitch"))
 
 
 def compare(found, labels, pairs):
@@ -174,32 +185,12 @@ SCREEN2 = (("handle-pull", "held-out"), ("lever-pull", "held-out"), ("drawer-ope
 def screen2(root, out):
     """PREREG.md, fifth and sixth amendments: each arm's screen runs (pooled success and
     normalised return), its means on the held-out and drawer-open mixture runs, the verdict."""
-    suffix = {"held-out": "", "mixture": "m"}
-    for task, part in SCREEN2:
-        found = runs_by_key(root, [a + suffix[part] for a in SCREEN2_ARMS], [task], (0, 1))
-        for seed in (0, 1):
-            row = {}
-            for arm in SCREEN2_ARMS:
-                run = found.get(arm + suffix[part], {}).get((task, seed))
-                if run is not None:
-                    norm = normalized_score(run.task, run.final["mean_return"])
-                    row[arm] = {"success": round(run.final["success_rate"], 3),
-                                "normalized": round(float(norm), 3)}
-            out["runs"][f"{task} ({part}) seed {seed}"] = row
-    for part in ("held-out", "mixture"):
-        rows = [v for k, v in out["runs"].items() if f"({part})" in k]
-        out[f"mean_{part}"] = {
-            arm: {m: round(float(np.mean([r[arm][m] for r in rows])), 3)
-                  for m in ("success", "normalized")}
-            for arm in SCREEN2_ARMS if all(arm in r for r in rows)}
+    screen_table(root, out, SCREEN2, SCREEN2_ARMS, {"held-out": "", "mixture": "m"})
     out["passes"] = {  # held-out >= the presets' + 0.15, drawer-open mixture >= 0.89
         arm: out["mean_held-out"][arm]["success"] >= out["mean_held-out"]["uneg"]["success"] + 0.15
         and out["mean_mixture"][arm]["success"] >= 0.89
         for arm in SCREEN2_ARMS[1:] if arm in out["mean_held-out"] and arm in out["mean_mixture"]}
-    for key, row in out["runs"].items():
-        print(f"{key:35s}", "  ".join(f"{a} {v['success']:.2f} ({v['normalized']:.2f})"
-                                       for a, v in row.items()))
-    print("held-out", out["mean_held-out"], "\nmixture", out["mean_mixture"], "\npasses", out["passes"])
+    print_screen(out, ("held-out", "mixture"))
 
 
 def steps20k(root, out):

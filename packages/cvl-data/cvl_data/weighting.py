@@ -27,30 +27,31 @@ from cvl_data.subset import episode_returns
 BASELINES: tuple[str, ...] = ("none", "start_state")
 """The values of ``return_weight_baseline``: the plain return, or its advantage over the start."""
 
-
 WEIGHT_SCOPES: tuple[str, ...] = ("all", "critic", "policy")
 """The values of `cvl_data.ContrastiveSampler`'s ``return_weight_scope``: whose anchors the return
 weights draw."""
 
 
+def _check_weight_option(name: str, value: str, choices: tuple[str, ...], temperature) -> str:
+    """``value`` if it is one of ``choices``, the first of which (the default) is the only one
+    allowed without a temperature; else a one-line error naming ``name``."""
+    if value not in choices or (value != choices[0] and temperature is None):
+        others = " or ".join(repr(choice) for choice in choices[1:])
+        raise ValueError(
+            f"{name} must be one of {choices} ({others} only with return_weight_temperature), "
+            f"got {value!r} with temperature {temperature!r}"
+        )
+    return value
+
+
 def check_return_weight_scope(scope: str, temperature: float | None) -> str:
     """``scope`` if it is one of `WEIGHT_SCOPES` (not "all" only with a temperature)."""
-    if scope not in WEIGHT_SCOPES or (scope != "all" and temperature is None):
-        raise ValueError(
-            f"return_weight_scope must be one of {WEIGHT_SCOPES} ('critic' or 'policy' only with "
-            f"return_weight_temperature), got {scope!r} with temperature {temperature!r}"
-        )
-    return scope
+    return _check_weight_option("return_weight_scope", scope, WEIGHT_SCOPES, temperature)
 
 
 def check_return_weight_baseline(baseline: str, temperature: float | None) -> str:
     """``baseline`` if it is one of `BASELINES` ("start_state" only with a temperature)."""
-    if baseline not in BASELINES or (baseline != "none" and temperature is None):
-        raise ValueError(
-            f"return_weight_baseline must be one of {BASELINES} ('start_state' only with "
-            f"return_weight_temperature), got {baseline!r} with temperature {temperature!r}"
-        )
-    return baseline
+    return _check_weight_option("return_weight_baseline", baseline, BASELINES, temperature)
 
 
 def start_state_advantages(source: EpisodeSource, returns: np.ndarray) -> np.ndarray:
