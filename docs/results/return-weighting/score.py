@@ -42,6 +42,12 @@ def runs_by_key(root, labels, tasks, seeds, steps=10000):
     return found
 
 
+def run_row(run):
+    """A run's pooled success and normalised return, rounded as the JSON files store them."""
+    norm = normalized_score(run.task, run.final["mean_return"])
+    return {"success": round(run.final["success_rate"], 3), "normalized": round(float(norm), 3)}
+
+
 def screen_table(root, out, screen, arms, suffix):
     """Each screen run's pooled success and normalised return by arm (``screen``: (task, part)
     pairs, seeds 0 and 1; a run's label is its arm + ``suffix[part]``), and each arm's means
@@ -53,9 +59,7 @@ def screen_table(root, out, screen, arms, suffix):
             for arm in arms:
                 run = found.get(arm + suffix[part], {}).get((task, seed))
                 if run is not None:
-                    norm = normalized_score(run.task, run.final["mean_return"])
-                    row[arm] = {"success": round(run.final["success_rate"], 3),
-                                "normalized": round(float(norm), 3)}
+                    row[arm] = run_row(run)
             out["runs"][f"{task} ({part}) seed {seed}"] = row
     for part in dict.fromkeys(part for _, part in screen):
         rows = [v for k, v in out["runs"].items() if f"({part})" in k]
@@ -110,24 +114,25 @@ def confirm(root, out, arm, seeds=SEEDS):
 
 
 def runs_table(root, out, labels, tasks, seeds, steps=10000):
-    """Each run's pooled success and normalised return, and each label's means over them."""
+    """Each run's pooled success and normalised return, and each label's means over them;
+    returns the runs found (`runs_by_key`)."""
     found = runs_by_key(root, labels, tasks, seeds, steps)
     for label in labels:
         rows = {f"{t} seed {s}": found.get(label, {}).get((t, s)) for t in tasks for s in seeds}
-        rows = {k: {"success": round(r.final["success_rate"], 3),
-                    "normalized": round(float(normalized_score(r.task, r.final["mean_return"])), 3)}
-                for k, r in rows.items() if r is not None}
+        rows = {k: run_row(r) for k, r in rows.items() if r is not None}
         out["runs"][label] = rows
         out.setdefault("means", {})[label] = {
             m: round(float(np.mean([v[m] for v in rows.values()])), 3) for m in ("success", "normalized")
         } if rows else None
         print(label, out["means"][label], {k: v["success"] for k, v in rows.items()})
+    return found
 
 
-def iql_iqm(root, out):
-    """IQL's two arms beside aw03 over the held-out mixtures x seeds 0 and 1, when all ran."""
+def iql_iqm(root, out, found):
+    """IQL's two arms (``found``: their runs) beside aw03 over the held-out mixtures x seeds 0
+    and 1, when all ran."""
     labels = ["iqlaw", "iql", "aw03"]
-    found = runs_by_key(root, labels, HELD_OUT, SEEDS)
+    found = {**found, **runs_by_key(root, ["aw03"], HELD_OUT, SEEDS)}
     if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
         out["held-out"] = compare(found, labels, [("iqlaw", "iql"), ("aw03", "iqlaw")])
 
@@ -136,9 +141,7 @@ def drawer(root, out):
     found = runs_by_key(root, ("uneg", "aw03"), ["drawer-open"], (0, 1))
     for arm, runs in found.items():
         for (task, seed), run in sorted(runs.items()):
-            norm = normalized_score(run.task, run.final["mean_return"])
-            out["runs"][f"{task} (stitch) seed {seed} {arm}"] = {
-                "success": round(run.final["success_rate"], 3), "normalized": round(float(norm), 3)}
+            out["runs"][f"{task} (stitch) seed {seed} {arm}"] = run_row(run)
     print(out["runs"])
 
 
@@ -202,9 +205,8 @@ def steps20k(root, out):
     if means["unegm20k"] and means["aw03m20k"]:
         out["delay"] = means["aw03m20k"]["success"] >= means["unegm20k"]["success"] - 0.05
     labels = ["aw03_20k", "filtered_bc20k"]
-    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=20000)
     held_out = {"runs": {}}
-    runs_table(root, held_out, labels, HELD_OUT, SEEDS, steps=20000)
+    found = runs_table(root, held_out, labels, HELD_OUT, SEEDS, steps=20000)
     out["held-out runs"], out["held-out means"] = held_out["runs"], held_out["means"]
     if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
         out["held-out"] = compare(found, labels, [("aw03_20k", "filtered_bc20k")])
@@ -240,8 +242,7 @@ if __name__ == "__main__":
     elif mode == "seed2":  # the held-out mixtures' seed 2, beside the confirmation
         runs_table(root, result, ("uneg", "aw03"), HELD_OUT, (2,))
     elif mode == "iql":  # IQL with and without aw03's weights (PREREG.md, fourth amendment, 7)
-        runs_table(root, result, ("iql", "iqlaw"), HELD_OUT, (0, 1))
-        iql_iqm(root, result)
+        iql_iqm(root, result, runs_table(root, result, ("iql", "iqlaw"), HELD_OUT, (0, 1)))
     elif mode == "suite":  # names "mixed", "hard" (aw03) or "mixed@ARM"
         for name in sys.argv[4:]:
             suite(root, result, *name.split("@"))
