@@ -1,6 +1,6 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
-confirm3 ARM | drawer | seed2 | iql | suite mixed hard.
+confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -10,7 +10,8 @@ beside aw03's).
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset
 ("mixed@aw05": another arm's). "screen2": the fifth and sixth amendments' screen (T = 0.5; the
 weights on the critic's or the policy's anchors only). "20k": the seventh amendment's runs.
-"curves": every evaluation of the runs `curves.py` draws.
+"suite20k hard": the tenth amendment's 20k runs of both arms on the hard suite, scored at 20k and,
+from the same runs, at 10k. "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""
@@ -146,6 +147,7 @@ def drawer(root, out):
 
 
 SUFFIX = {"mixture": "m", "stitch": "", "noisy": "n"}  # the runs' label: arm + the data's suffix
+SUFFIX_20K = {"mixture": "m20k", "stitch": "s20k", "noisy": "n20k"}  # the same, 20k-step runs
 SUITES = {  # dataset: (task, kind)
     "mixed": {f"{t} (mixture)": (t, "mixture") for t in ("door-open", "drawer-open", "faucet-open", "reach")},
     "hard": {**{f"{t} (stitch)": (t, "stitch") for t in ("door-open", "drawer-open")},
@@ -153,13 +155,15 @@ SUITES = {  # dataset: (task, kind)
 }
 
 
-def suite(root, out, name, arm="aw03"):
+def suite(root, out, name, arm="aw03", budget=None, steps=10000):
     """``arm`` and the presets on one suite at the seeds where all 8 runs of a seed exist
-    (``name@arm``: the result under that key)."""
+    (``name@arm``: the result under that key). ``budget="20k"``: the runs of 20k steps (labels
+    arm + SUFFIX_20K[kind]), scored by their evaluations up to ``steps``."""
     datasets, arms = SUITES[name], (arm, "uneg")
-    labels = {a + SUFFIX[kind] for _, kind in datasets.values() for a in arms}
-    found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, (0, 1, 2))
-    run = {(key, a, seed): found.get(a + SUFFIX[kind], {}).get((task, seed))
+    suffix = SUFFIX_20K if budget == "20k" else SUFFIX
+    labels = {a + suffix[kind] for _, kind in datasets.values() for a in arms}
+    found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, (0, 1, 2), steps)
+    run = {(key, a, seed): found.get(a + suffix[kind], {}).get((task, seed))
            for key, (task, kind) in datasets.items() for a in arms for seed in (0, 1, 2)}
     seeds = [s for s in (0, 1, 2) if all(run[(k, a, s)] for k in datasets for a in arms)]
     assert seeds, f"no seed has all runs of the {name} suite"
@@ -171,6 +175,7 @@ def suite(root, out, name, arm="aw03"):
     success = {a: {k: [round(run[(k, a, s)].final["success_rate"], 3) for s in seeds]
                    for k in datasets} for a in ("uneg", arm)}
     key = name if arm == "aw03" else f"{name}@{arm}"
+    key += f" ({budget} runs, scored at {steps // 1000}k)" if budget else ""
     out[key] = {"datasets": list(datasets), "seeds": seeds,
                 "scores": {a: v.tolist() for a, v in scores.items()}, "aggregates": agg,
                 "probability_of_improvement": poi, "success_per_seed": success}
@@ -250,6 +255,11 @@ if __name__ == "__main__":
         screen2(root, result)
     elif mode == "20k":
         steps20k(root, result)
+    elif mode == "suite20k":  # PREREG.md, tenth amendment: the 20k runs, read at 20k and 10k
+        result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+        for name in sys.argv[4:]:
+            for steps in (20000, 10000):
+                suite(root, result, name, budget="20k", steps=steps)
     elif mode == "curves":
         curves(root, result)
     elif mode == "screen":
