@@ -12,13 +12,20 @@ policy's differentiable Monte-Carlo entropy estimate (the tanh-Gaussian has no c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
 from cvl_algos.base import LearnerBase
-from cvl_algos.common import check_policy_ema_tau, make_adam, policy_from_config
+from cvl_algos.common import (
+    check_policy_ema_tau,
+    make_adam,
+    policy_from_config,
+    return_weight_options,
+)
 from cvl_algos.stages import GradientStage
+from cvl_data.weighting import check_return_weight_baseline, check_return_weight_temperature
 from cvl_models import Torso
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
 
@@ -54,6 +61,15 @@ class BCConfig:
     with a polyak average of its parameters, ``policy_ema <- (1 - tau) policy_ema + tau policy``
     after each update (`LearnerBase.acting_policy`; not in the paper). Training, and actions
     sampled with ``deterministic=False``, use the trained policy."""
+    return_weight_temperature: float | None = None
+    """None: transitions uniform over the data (plain BC, the paper). T > 0: each drawn in
+    proportion to ``exp(G~ / T)``, G~ its episode's min-max normalised return (return-weighted
+    sampling, "RW" of Hong et al. 2023; `cvl_data.weighting`): the soft form of filtered BC's
+    top-episode selection, which it tends to as T shrinks (not in the paper). Needs rewards."""
+    return_weight_baseline: str = "none"
+    """With ``return_weight_temperature``: "none" weighs each episode by its return; "start_state"
+    by its advantage over the start, ``G - V(s_0)``, V the least-squares linear fit of the returns
+    on the episodes' first observations ("AW" of Hong et al. 2023; state observations only)."""
     compile: bool = False
     """Wrap the loss computation in ``torch.compile``. Measured on one CPU thread at the paper's
     sizes: 0.8x the eager rate (docs/performance.md, "Design choices and their measured
@@ -61,6 +77,8 @@ class BCConfig:
 
     def __post_init__(self) -> None:
         check_policy_ema_tau(self.policy_ema_tau)
+        check_return_weight_temperature(self.return_weight_temperature)
+        check_return_weight_baseline(self.return_weight_baseline, self.return_weight_temperature)
 
 
 def bc_loss(
@@ -97,12 +115,21 @@ def bc_loss(
 
 
 class BCLearner(LearnerBase):
-    """BC learner: ``update(TransitionBatch)`` uses ``obs`` and ``action`` only."""
+    """BC learner: ``update(TransitionBatch)`` uses ``obs`` and ``action`` only. With
+    ``return_weight_temperature`` its sampler draws the transitions by their episodes' return
+    weights, which needs rewards (`cvl_eval.training.checks.check_weighted_data` refuses reward-free data
+    then); the loss is :func:`bc_loss` unchanged."""
 
     name = "bc"
     config_cls = BCConfig
     needs_rewards = False
     progress_metrics = ("bc_loss",)
+
+    @property
+    def sampler_options(self) -> dict[str, Any]:
+        """``return_weight_temperature`` and ``return_weight_baseline`` for return-weighted
+        transitions (default: none)."""
+        return return_weight_options(self.config)
 
     def __init__(self, obs_shape, action_dim, config=None, device="cpu", seed=0) -> None:
         super().__init__(obs_shape, action_dim, config, device, seed)
@@ -141,6 +168,11 @@ class FilteredBCConfig(BCConfig):
         super().__post_init__()
         if not 0.0 < self.top_fraction <= 1.0:
             raise ValueError(f"top_fraction must lie in (0, 1], got {self.top_fraction}")
+        if self.return_weight_temperature is not None:
+            raise ValueError(
+                "filtered_bc selects its episodes by return already; return_weight_temperature "
+                "must be None (for return-weighted BC use algorithm bc with it)"
+            )
 
 
 class FilteredBCLearner(BCLearner):

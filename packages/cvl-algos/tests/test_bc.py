@@ -1,6 +1,7 @@
 """BC: tanh-Gaussian maximum likelihood with entropy bonus 0.1."""
 
 import numpy as np
+import pytest
 import torch
 from conftest import (
     ACTION_DIM,  # pants: no-infer-dep
@@ -11,11 +12,12 @@ from conftest import (
     metrics_by_seed,  # pants: no-infer-dep
     tiny_learner,  # pants: no-infer-dep
     tiny_policy,  # pants: no-infer-dep
+    write_six_episodes,  # pants: no-infer-dep
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_algos.bc import BCConfig, BCLearner, bc_loss
+from cvl_algos.bc import BCConfig, BCLearner, FilteredBCConfig, bc_loss
 
 
 def test_defaults_are_the_papers():
@@ -123,3 +125,39 @@ def test_filtered_bc_trains_on_the_top_episodes_only(tmp_path):
     learner = tiny_learner("filtered_bc", top_fraction=0.5)
     assert learner.training_source(dataset).episodes.tolist() == [1, 3]
     assert tiny_learner("bc").training_source(dataset) is dataset
+
+
+def test_return_weighted_bc_draws_by_return_and_filtered_bc_refuses_the_weights(tmp_path):
+    """``return_weight_temperature`` reaches BC's `TransitionSampler`: on six episodes whose
+    return ranks them, T = 0.05 draws the best episode's steps about e^4 = 55 times as often as
+    the next one's (the uniform default draws all six alike), the start-state baseline goes with
+    it, the loss is BC's on whatever was drawn; bad values, and weights on top of filtered BC's
+    selection, are refused."""
+    dataset = write_six_episodes(tmp_path / "ds")
+    weighted = tiny_learner("bc", batch_size=600, return_weight_temperature=0.05)
+    assert weighted.sampler_options == {"return_weight_temperature": 0.05}
+    batch = weighted.make_sampler(dataset, "cpu", seed=0).sample()
+    counts = np.bincount(batch.reward.numpy().astype(int), minlength=6)
+    assert counts[5] > 0.9 * 600 and counts[4] < counts[5] / 10
+    with torch.no_grad():  # the loss is BC's likelihood of the drawn pairs, not re-weighted
+        nll = -weighted.policy.log_prob(batch.obs, batch.action).mean()
+    assert weighted.update(batch)["nll"] == pytest.approx(float(nll), rel=1e-5)
+    plain = tiny_learner("bc", batch_size=600)
+    assert plain.sampler_options == {}
+    counts = np.bincount(
+        plain.make_sampler(dataset, "cpu", seed=0).sample().reward.numpy().astype(int)
+    )
+    assert counts.min() > 600 / 6 / 2
+    advantage = tiny_learner(
+        "bc", return_weight_temperature=0.3, return_weight_baseline="start_state"
+    )
+    assert advantage.sampler_options == {
+        "return_weight_temperature": 0.3,
+        "return_weight_baseline": "start_state",
+    }
+    with pytest.raises(ValueError, match="return_weight_temperature must be None or a finite"):
+        BCConfig(return_weight_temperature=0.0)
+    with pytest.raises(ValueError, match="return_weight_baseline must be one of"):
+        BCConfig(return_weight_baseline="start_state")  # without a temperature
+    with pytest.raises(ValueError, match="filtered_bc selects its episodes by return already"):
+        FilteredBCConfig(return_weight_temperature=0.3)

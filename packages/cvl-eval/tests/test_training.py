@@ -196,6 +196,31 @@ def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_pat
     assert stored.count(f'"return_weight_scope": "{scope}"') == (scope != "all")
 
 
+@pytest.mark.parametrize("algorithm", ["bc", "iql"])
+def test_return_weighted_transitions_resume_exactly_and_change_the_run(data, tmp_path, algorithm):
+    """A transition learner's ``return_weight_temperature`` reaches its run's sampler from the
+    overrides: a run killed after its checkpoint at update 4 resumes to the uninterrupted run's
+    final tensors, the weighted run differs from the uniform one, and the config stores it."""
+    weights = ("return_weight_temperature=0.1",)
+    kw = dict(algorithm=algorithm, overrides=weights, steps=10, checkpoint_every=4)
+    train(_config(data, tmp_path / "whole", **kw))
+
+    def crash(info):
+        if info.update == 6:
+            raise Crash(6)
+
+    with pytest.raises(Crash):
+        train(_config(data, tmp_path / "stopped", **kw), callback=crash)
+    train(_config(data, tmp_path / "stopped", resume=True, **kw))
+    a, b = _tensors(tmp_path / "whole" / "final"), _tensors(tmp_path / "stopped" / "final")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    train(_config(data, tmp_path / "uniform", **{**kw, "overrides": ()}))
+    c = _tensors(tmp_path / "uniform" / "final")
+    assert any(not torch.equal(a[k], c[k]) for k in a)
+    stored = json.loads((tmp_path / "whole" / "config.json").read_text())
+    assert json.dumps(stored).count('"return_weight_temperature": 0.1') == 1
+
+
 def test_cql_uds_pretrains_on_zero_rewards_then_trains(data, tmp_path):
     results = train(
         _config(
@@ -229,6 +254,10 @@ def test_reward_free_data_is_fine_for_bc_and_for_cvl_pretraining_only(data, tmp_
         ({"algorithm": "cql", "dataset": "free"}, "has no rewards, but cql needs them"),
         ({"dataset": "free"}, "has no rewards, but cvl needs them"),
         ({"algorithm": "cql_uds", "dataset": "free"}, "has no rewards"),
+        (
+            {"algorithm": "bc", "dataset": "free", "overrides": ("return_weight_temperature=0.3",)},
+            "has no rewards, but return_weight_temperature weighs its episodes by return",
+        ),
         (
             {"dataset": "free", "pretrain_datasets": ("free",)},
             "reward-free data can only serve as pretrain_datasets",

@@ -177,6 +177,16 @@ def check_data(learner_cls: type, spec: Any, config: TrainConfig) -> None:
         raise ConfigError(f"{name} takes no pretraining data; pretrain_datasets work with {takers}")
 
 
+def check_weighted_data(spec: Any, config: TrainConfig, overrides: dict[str, Any]) -> None:
+    """The target has rewards where the checked `learner_overrides` weigh its episodes by
+    return (``return_weight_temperature``, for any learner that takes it)."""
+    if overrides.get("return_weight_temperature") is not None and not spec.has_rewards:
+        raise ConfigError(
+            f"dataset {config.dataset} has no rewards, but return_weight_temperature weighs "
+            f"its episodes by return"
+        )
+
+
 def read_pretrain_specs(spec: Any, config: TrainConfig) -> tuple[Any, ...]:
     """The specs of the related tasks' datasets: of the expected kind, with the target's
     observation and action shapes."""

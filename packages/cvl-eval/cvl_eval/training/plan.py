@@ -26,6 +26,7 @@ from cvl_eval.training.checks import (
     check_loggers,
     check_numbers,
     check_run_folder,
+    check_weighted_data,
     data_identity,
     learner_overrides,
     read_dataset_spec,
@@ -113,6 +114,7 @@ def validate(config: TrainConfig) -> Plan:
     check_data(learner_cls, spec, config)
     pretrain_specs = read_pretrain_specs(spec, config)
     overrides = learner_overrides(config)
+    check_weighted_data(spec, config, overrides)
     device = resolve_device(config.device)
     pixels = spec.obs_kind == "pixels"
     if pixels and not is_metaworld(task):
