@@ -1,6 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
-confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard.
+confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard |
+control BC_ARM... .
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -10,6 +11,8 @@ beside aw03's).
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset
 ("mixed@aw05": another arm's). "screen2": the fifth and sixth amendments' screen (T = 0.5; the
 weights on the critic's or the policy's anchors only). "20k": the seventh amendment's runs.
+"control awbc03 awbc01": the eleventh amendment's BC with aw03's weights beside aw03, filtered BC
+and the presets (held-out mixtures, seeds 0-2; both suites with the first arm named).
 "suite20k hard": the tenth amendment's 20k runs of both arms on the hard suite, scored at 20k and,
 from the same runs, at 10k. "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
@@ -155,11 +158,12 @@ SUITES = {  # dataset: (task, kind)
 }
 
 
-def suite(root, out, name, arm="aw03", budget=None, steps=10000):
+def suite(root, out, name, arm="aw03", budget=None, steps=10000, control=None):
     """``arm`` and the presets on one suite at the seeds where all 8 runs of a seed exist
     (``name@arm``: the result under that key). ``budget="20k"``: the runs of 20k steps (labels
-    arm + SUFFIX_20K[kind]), scored by their evaluations up to ``steps``."""
-    datasets, arms = SUITES[name], (arm, "uneg")
+    arm + SUFFIX_20K[kind]), scored by their evaluations up to ``steps``. ``control``: a third
+    arm (BC with the weights), with P(arm > control) and P(control > presets)."""
+    datasets, arms = SUITES[name], ("uneg", arm) + ((control,) if control else ())
     suffix = SUFFIX_20K if budget == "20k" else SUFFIX
     labels = {a + suffix[kind] for _, kind in datasets.values() for a in arms}
     found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, (0, 1, 2), steps)
@@ -169,13 +173,15 @@ def suite(root, out, name, arm="aw03", budget=None, steps=10000):
     assert seeds, f"no seed has all runs of the {name} suite"
     scores = {a: np.asarray([[normalized_score(run[(k, a, s)].task,
                                                run[(k, a, s)].final["mean_return"])
-                              for k in datasets] for s in seeds]) for a in ("uneg", arm)}
+                              for k in datasets] for s in seeds]) for a in arms}
     agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [(arm, "uneg")])
+    pairs = [(arm, "uneg")] + ([(arm, control), (control, "uneg")] if control else [])
+    poi = probability_of_improvement(scores, pairs)
     success = {a: {k: [round(run[(k, a, s)].final["success_rate"], 3) for s in seeds]
-                   for k in datasets} for a in ("uneg", arm)}
+                   for k in datasets} for a in arms}
     key = name if arm == "aw03" else f"{name}@{arm}"
     key += f" ({budget} runs, scored at {steps // 1000}k)" if budget else ""
+    key += f" with {control}" if control else ""
     out[key] = {"datasets": list(datasets), "seeds": seeds,
                 "scores": {a: v.tolist() for a, v in scores.items()}, "aggregates": agg,
                 "probability_of_improvement": poi, "success_per_seed": success}
@@ -220,6 +226,23 @@ def steps20k(root, out):
         print("verdict", out["verdict"])
 
 
+def control(root, out, bc_arms):
+    """PREREG.md, eleventh amendment: BC with `aw03`'s weights (``bc_arms``, e.g. awbc03) beside
+    `aw03`, filtered BC and the presets on the held-out mixtures x seeds 0-2; then, for the first
+    of ``bc_arms`` whose suite runs exist, both suites with it as the control."""
+    labels = ["aw03", *bc_arms, "filtered_bc", "uneg"]
+    found = runs_table(root, out, labels, HELD_OUT, (0, 1, 2))
+    complete = [l for l in labels if len(found.get(l, {})) == len(HELD_OUT) * 3]
+    pairs = [(a, b) for a, b in [("aw03", x) for x in bc_arms] + [(x, "filtered_bc") for x in bc_arms]
+             if a in complete and b in complete]
+    out["held-out"] = compare(found, complete, pairs)
+    for name in ("mixed", "hard"):
+        try:
+            suite(root, out, name, control=bc_arms[0])
+        except AssertionError as missing:
+            print(missing)
+
+
 CURVES = {  # figure panel: (task, labels, steps)
     "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
     "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
@@ -255,6 +278,8 @@ if __name__ == "__main__":
         screen2(root, result)
     elif mode == "20k":
         steps20k(root, result)
+    elif mode == "control":  # PREREG.md, eleventh amendment: BC with the weights (argv: arms)
+        control(root, result, sys.argv[4:])
     elif mode == "suite20k":  # PREREG.md, tenth amendment: the 20k runs, read at 20k and 10k
         result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
         for name in sys.argv[4:]:
