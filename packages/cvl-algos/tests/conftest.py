@@ -274,3 +274,22 @@ def write_six_episodes(path):
                 truncated=np.array([False, False, False, True]),
             )
     return open_dataset(path)
+
+
+def return_weighted_draw(name: str, dataset):
+    """``tiny_learner(name)`` with ``return_weight_temperature=0.05`` and batches of 600 over
+    `write_six_episodes`' ``dataset``, and one batch of its sampler, after checking the draw:
+    the best episode's steps about e^4 = 55 times as often as the next one's, where the same
+    learner without the weights draws all six alike."""
+    weighted = tiny_learner(name, batch_size=600, return_weight_temperature=0.05)
+    assert weighted.sampler_options == {"return_weight_temperature": 0.05}
+    batch = weighted.make_sampler(dataset, "cpu", seed=0).sample()
+    counts = np.bincount(batch.reward.numpy().astype(int), minlength=6)
+    assert counts[5] > 0.9 * 600 and counts[4] < counts[5] / 10
+    plain = tiny_learner(name, batch_size=600)
+    assert plain.sampler_options == {}
+    counts = np.bincount(
+        plain.make_sampler(dataset, "cpu", seed=0).sample().reward.numpy().astype(int)
+    )
+    assert counts.min() > 600 / 6 / 2
+    return weighted, batch

@@ -10,6 +10,7 @@ from conftest import (
     clone_batch,  # pants: no-infer-dep
     make_transition_batch,  # pants: no-infer-dep
     metrics_by_seed,  # pants: no-infer-dep
+    return_weighted_draw,  # pants: no-infer-dep
     tiny_learner,  # pants: no-infer-dep
     tiny_policy,  # pants: no-infer-dep
     write_six_episodes,  # pants: no-infer-dep
@@ -133,21 +134,10 @@ def test_return_weighted_bc_draws_by_return_and_filtered_bc_refuses_the_weights(
     the next one's (the uniform default draws all six alike), the start-state baseline goes with
     it, the loss is BC's on whatever was drawn; bad values, and weights on top of filtered BC's
     selection, are refused."""
-    dataset = write_six_episodes(tmp_path / "ds")
-    weighted = tiny_learner("bc", batch_size=600, return_weight_temperature=0.05)
-    assert weighted.sampler_options == {"return_weight_temperature": 0.05}
-    batch = weighted.make_sampler(dataset, "cpu", seed=0).sample()
-    counts = np.bincount(batch.reward.numpy().astype(int), minlength=6)
-    assert counts[5] > 0.9 * 600 and counts[4] < counts[5] / 10
+    weighted, batch = return_weighted_draw("bc", write_six_episodes(tmp_path / "ds"))
     with torch.no_grad():  # the loss is BC's likelihood of the drawn pairs, not re-weighted
         nll = -weighted.policy.log_prob(batch.obs, batch.action).mean()
     assert weighted.update(batch)["nll"] == pytest.approx(float(nll), rel=1e-5)
-    plain = tiny_learner("bc", batch_size=600)
-    assert plain.sampler_options == {}
-    counts = np.bincount(
-        plain.make_sampler(dataset, "cpu", seed=0).sample().reward.numpy().astype(int)
-    )
-    assert counts.min() > 600 / 6 / 2
     advantage = tiny_learner(
         "bc", return_weight_temperature=0.3, return_weight_baseline="start_state"
     )

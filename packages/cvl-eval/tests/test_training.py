@@ -164,18 +164,10 @@ def test_resume_after_interruptions_gives_the_uninterrupted_final_checkpoint(dat
     assert [r["phase"] for r in records(out)][:3] == ["pretrain"] * 3
 
 
-@pytest.mark.parametrize("scope", ["all", "policy"])
-def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_path, scope):
-    """``return_weight_temperature`` (with ``return_weight_scope`` "policy": the policy step's
-    own anchors) reaches the run's sampler from the overrides: a run killed after its checkpoint
-    at update 4 resumes to the uninterrupted run's final tensors, and the weighted run differs
-    from the uniform one."""
-    uniform = (*CVL_SMALL, 'sampler_mode="uniform"')
-    weights = ("return_weight_temperature=0.1",)
-    if scope != "all":  # the policy's own anchors carry no futures for the paper's KL form
-        uniform += ('policy_extraction="ddpgbc"',)
-        weights += (f'return_weight_scope="{scope}"',)
-    kw = dict(algorithm="cvl_mc", overrides=uniform + weights, steps=10, checkpoint_every=4)
+def _weighted_run_resumes_and_differs(data, tmp_path, kw, uniform):
+    """Runs ``kw`` whole and killed after its checkpoint at update 4 then resumed (the same final
+    tensors), and with the ``uniform`` overrides instead (other final tensors); the weighted
+    run's stored config as a JSON string."""
     train(_config(data, tmp_path / "whole", **kw))
 
     def crash(info):
@@ -192,6 +184,22 @@ def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_pat
     assert any(not torch.equal(a[k], c[k]) for k in a)
     stored = json.dumps(json.loads((tmp_path / "whole" / "config.json").read_text()))
     assert stored.count('"return_weight_temperature": 0.1') == 1
+    return stored
+
+
+@pytest.mark.parametrize("scope", ["all", "policy"])
+def test_return_weighted_anchors_resume_exactly_and_change_the_run(data, tmp_path, scope):
+    """``return_weight_temperature`` (with ``return_weight_scope`` "policy": the policy step's
+    own anchors) reaches the run's sampler from the overrides: a run killed after its checkpoint
+    at update 4 resumes to the uninterrupted run's final tensors, and the weighted run differs
+    from the uniform one."""
+    uniform = (*CVL_SMALL, 'sampler_mode="uniform"')
+    weights = ("return_weight_temperature=0.1",)
+    if scope != "all":  # the policy's own anchors carry no futures for the paper's KL form
+        uniform += ('policy_extraction="ddpgbc"',)
+        weights += (f'return_weight_scope="{scope}"',)
+    kw = dict(algorithm="cvl_mc", overrides=uniform + weights, steps=10, checkpoint_every=4)
+    stored = _weighted_run_resumes_and_differs(data, tmp_path, kw, uniform)
     assert stored.count('"return_weight_scope"') == (scope != "all")  # the default is not stored
     assert stored.count(f'"return_weight_scope": "{scope}"') == (scope != "all")
 
@@ -201,24 +209,13 @@ def test_return_weighted_transitions_resume_exactly_and_change_the_run(data, tmp
     """A transition learner's ``return_weight_temperature`` reaches its run's sampler from the
     overrides: a run killed after its checkpoint at update 4 resumes to the uninterrupted run's
     final tensors, the weighted run differs from the uniform one, and the config stores it."""
-    weights = ("return_weight_temperature=0.1",)
-    kw = dict(algorithm=algorithm, overrides=weights, steps=10, checkpoint_every=4)
-    train(_config(data, tmp_path / "whole", **kw))
-
-    def crash(info):
-        if info.update == 6:
-            raise Crash(6)
-
-    with pytest.raises(Crash):
-        train(_config(data, tmp_path / "stopped", **kw), callback=crash)
-    train(_config(data, tmp_path / "stopped", resume=True, **kw))
-    a, b = _tensors(tmp_path / "whole" / "final"), _tensors(tmp_path / "stopped" / "final")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    train(_config(data, tmp_path / "uniform", **{**kw, "overrides": ()}))
-    c = _tensors(tmp_path / "uniform" / "final")
-    assert any(not torch.equal(a[k], c[k]) for k in a)
-    stored = json.loads((tmp_path / "whole" / "config.json").read_text())
-    assert json.dumps(stored).count('"return_weight_temperature": 0.1') == 1
+    kw = dict(
+        algorithm=algorithm,
+        overrides=("return_weight_temperature=0.1",),
+        steps=10,
+        checkpoint_every=4,
+    )
+    _weighted_run_resumes_and_differs(data, tmp_path, kw, uniform=())
 
 
 def test_cql_uds_pretrains_on_zero_rewards_then_trains(data, tmp_path):
