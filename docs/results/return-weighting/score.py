@@ -1,7 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
 confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard stitch-half noisy-half |
-control BC_ARM... .
+control BC_ARM... | screen3.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -13,6 +13,7 @@ fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success 
 weights on the critic's or the policy's anchors only). "20k": the seventh amendment's runs.
 "control awbc03 awbc01": the eleventh amendment's BC with aw03's weights beside aw03, filtered BC
 and the presets (held-out mixtures, seeds 0-2; both suites with the first arm named).
+"screen3": the twelfth amendment's screen of `aw01` (CVL with the weights at T = 0.1).
 "suite20k hard": the tenth amendment's 20k runs of both arms on the hard suite, scored at 20k and,
 from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them. "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
@@ -209,6 +210,19 @@ def screen2(root, out):
     print_screen(out, ("held-out", "mixture"))
 
 
+def screen3(root, out):
+    """PREREG.md, twelfth amendment: `aw01` (CVL with the weights at T = 0.1) on the fifth
+    amendment's screen, beside the presets, `aw03` and BC with the weights at T = 0.1."""
+    arms = ("uneg", "aw03", "aw01", "awbc01")
+    screen_table(root, out, SCREEN2, arms, {"held-out": "", "mixture": "m"})
+    held_out, mixture = out["mean_held-out"], out["mean_mixture"]
+    out["passes"] = {}
+    if "aw01" in held_out and "aw01" in mixture:
+        out["passes"] = {"aw01": held_out["aw01"]["success"] >= held_out["uneg"]["success"] + 0.15
+                         and mixture["aw01"]["success"] >= 0.89}
+    print_screen(out, ("held-out", "mixture"))
+
+
 def steps20k(root, out):
     """PREREG.md, seventh amendment: the drawer-open mixture's delay (item 1) and `aw03` against
     filtered BC on the held-out mixtures (item 2), 20k steps, last 3 evaluations pooled."""
@@ -278,6 +292,8 @@ if __name__ == "__main__":
             suite(root, result, *name.split("@"))
     elif mode == "screen2":
         screen2(root, result)
+    elif mode == "screen3":
+        screen3(root, result)
     elif mode == "20k":
         steps20k(root, result)
     elif mode == "control":  # PREREG.md, eleventh amendment: BC with the weights (argv: arms)
