@@ -1,7 +1,8 @@
 """Success at every evaluation (curves.json beside this file, `score.py ... curves`): the suite's
 drawer-open mixture at 10k steps (the presets, T = 0.3 / 0.5, the weights on one side only) and
 20k, and the held-out mixtures at 20k (the weighted CVL against filtered BC); each seed a thin
-line, the arm's mean a thick one (T = 0.5 dashed: its mean equals the policy-only arm's) -> curves.png. argv: the folder holding curves.json."""
+line, the arm's mean a thick one (T = 0.5 dashed: its mean equals the policy-only arm's)
+-> curves.png. argv: the folder holding curves.json."""
 
 import json
 import sys

@@ -11,11 +11,12 @@ beside aw03's).
 fourth amendment), rliable IQM with 95% CIs and P(aw03 > presets), mean success per dataset
 ("mixed@aw05": another arm's). "screen2": the fifth and sixth amendments' screen (T = 0.5; the
 weights on the critic's or the policy's anchors only). "20k": the seventh amendment's runs.
-"control awbc03 awbc01": the eleventh amendment's BC with aw03's weights beside aw03, filtered BC
+"control awbc01 awbc03": the eleventh amendment's BC with aw03's weights beside aw03, filtered BC
 and the presets (held-out mixtures, seeds 0-2; both suites with the first arm named).
 "screen3": the twelfth amendment's screen of `aw01` (CVL with the weights at T = 0.1).
-"suite20k hard": the tenth amendment's 20k runs of both arms on the hard suite, scored at 20k and,
-from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them. "curves": every evaluation of the runs `curves.py` draws.
+"suite20k hard stitch-half noisy-half": the tenth amendment's 20k runs of both arms, scored at 20k
+and, from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them.
+"curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
 P(ARM > other) over the held-out mixtures x the seeds in SEEDS (with filtered BC: "fbc")."""

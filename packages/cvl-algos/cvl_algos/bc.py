@@ -117,8 +117,8 @@ def bc_loss(
 class BCLearner(LearnerBase):
     """BC learner: ``update(TransitionBatch)`` uses ``obs`` and ``action`` only. With
     ``return_weight_temperature`` its sampler draws the transitions by their episodes' return
-    weights, which needs rewards (`cvl_eval.training.checks.check_weighted_data` refuses reward-free data
-    then); the loss is :func:`bc_loss` unchanged."""
+    weights, which needs rewards (`cvl_eval.training.checks.check_weighted_data` refuses
+    reward-free data then); the loss is :func:`bc_loss` unchanged."""
 
     name = "bc"
     config_cls = BCConfig
