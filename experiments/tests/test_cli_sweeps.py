@@ -74,7 +74,7 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     sources = record["generation"]["drawer-open-v3"]["sources"]
     assert sorted(sources) == ["expert", "expert:drawer-close", "expert:reach", "random"]
     runs = sorted(p for p in os.listdir(tmp_path / "runs") if "." not in p)
-    assert runs == ["bc", "cql", "cvl", "cvl_mc", "filtered_bc", "fql", "iql"]
+    assert runs == ["bc", "cql", "cvl", "cvl_mc", "filtered_bc", "fql", "iql", "weighted_bc"]
     assert (tmp_path / "report" / "rliable" / "improvement.png").is_file()
     text = (tmp_path / "report" / "rliable" / "rliable.json").read_text()
     assert "probability_of_improvement" in text and "iql" in text
@@ -96,6 +96,9 @@ def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp
     assert "policy_ema_tau" not in fql["learner_overrides"]  # its screen: off
     iql = json.loads((runs_dir / "iql/drawer-open-v3/seed_0/config.json").read_text())
     assert iql["learner_overrides"]["policy_ema_tau"] == 0.001  # its screen: on
+    weighted = json.loads((runs_dir / "weighted_bc/drawer-open-v3/seed_0/config.json").read_text())
+    assert weighted["train_config"]["algorithm"] == "weighted_bc"
+    assert weighted["learner_overrides"]["policy_ema_tau"] == 0.001  # filtered BC's
 
 
 def test_replay_preset_trains_every_method_on_sacs_replay_buffer(tmp_path):

@@ -41,6 +41,7 @@ __all__ = [
 ALGORITHMS: dict[str, str | type] = {
     "bc": "cvl_algos.bc:BCLearner",
     "filtered_bc": "cvl_algos.bc:FilteredBCLearner",
+    "weighted_bc": "cvl_algos.bc:WeightedBCLearner",
     "cql": "cvl_algos.cql:CQLLearner",
     "cql_uds": "cvl_algos.uds:CQLUDSLearner",
     "sac": "cvl_algos.sac:SACLearner",

@@ -18,7 +18,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvl_algos.bc import BCConfig, BCLearner, FilteredBCConfig, bc_loss
+from cvl_algos.bc import BCConfig, BCLearner, FilteredBCConfig, WeightedBCConfig, bc_loss
 
 
 def test_defaults_are_the_papers():
@@ -151,3 +151,29 @@ def test_return_weighted_bc_draws_by_return_and_filtered_bc_refuses_the_weights(
         BCConfig(return_weight_baseline="start_state")  # without a temperature
     with pytest.raises(ValueError, match="filtered_bc selects its episodes by return already"):
         FilteredBCConfig(return_weight_temperature=0.3)
+
+
+def test_weighted_bc_draws_by_the_advantage_over_the_start_by_default(tmp_path):
+    """`WeightedBCLearner`'s defaults (T = 0.1, start-state baseline) on `write_six_episodes`:
+    episode e returns 4e from start state e % 2, so the linear fit on the start is 8 (even) and
+    12 (odd) and the advantages -8 / 0 / +8 for e = 0, 2, 4 and 1, 3, 5; min-max normalised, 0 /
+    0.5 / 1, so episodes 4 and 5 are drawn alike and e^5 = 148 times as often as 2 and 3 (by the
+    return alone, 5 would be drawn e^2 = 7.4 times as often as 4). The loss is BC's; a missing
+    temperature is refused."""
+    dataset = write_six_episodes(tmp_path / "ds")
+    learner = tiny_learner("weighted_bc", batch_size=600)
+    assert learner.needs_rewards
+    assert learner.sampler_options == {
+        "return_weight_temperature": 0.1,
+        "return_weight_baseline": "start_state",
+    }
+    batch = learner.make_sampler(dataset, "cpu", seed=0).sample()
+    counts = np.bincount(batch.reward.numpy().astype(int) // 1, minlength=6)
+    assert counts[4] + counts[5] > 0.95 * 600
+    assert 0.7 < counts[4] / counts[5] < 1.4
+    assert counts[2] + counts[3] < 0.05 * 600 and counts[0] + counts[1] == 0
+    with torch.no_grad():
+        nll = -learner.policy.log_prob(batch.obs, batch.action).mean()
+    assert learner.update(batch)["nll"] == pytest.approx(float(nll), rel=1e-5)
+    with pytest.raises(ValueError, match="weighted_bc draws its transitions by return weights"):
+        WeightedBCConfig(return_weight_temperature=None)

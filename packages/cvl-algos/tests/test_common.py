@@ -90,7 +90,9 @@ def test_stochastic_act_is_reproducible_and_varies():
     assert not np.array_equal(first, a.act(obs, deterministic=False))
 
 
-@pytest.mark.parametrize("name", ["bc", "filtered_bc", "sac", "cql", "cql_uds", "iql"])
+@pytest.mark.parametrize(
+    "name", ["bc", "filtered_bc", "weighted_bc", "sac", "cql", "cql_uds", "iql"]
+)
 def test_resume_on_every_device(tmp_path, device, name):
     """Stop + resume (loaded onto the same device) equals an uninterrupted run, bit for bit."""
     batches = [make_transition_batch(i, device=device) for i in range(4)]

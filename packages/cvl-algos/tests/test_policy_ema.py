@@ -27,6 +27,7 @@ CVL_TINY = {"latent_dim": 8, "num_rff_features": 64, "num_action_samples": 3}
 LEARNERS = {
     "bc": {},
     "filtered_bc": {},
+    "weighted_bc": {},
     "iql": {},
     "fql": {"flow_steps": 3},
     "sac": {},

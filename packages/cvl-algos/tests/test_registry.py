@@ -28,6 +28,7 @@ EXPECTED = {
     "cvl_mc": ("CVLMCLearner", "contrastive"),
     "iql": ("IQLLearner", "transition"),
     "filtered_bc": ("FilteredBCLearner", "transition"),
+    "weighted_bc": ("WeightedBCLearner", "transition"),
     "fql": ("FQLLearner", "transition"),
 }
 
@@ -51,7 +52,9 @@ def test_make_learner_follows_protocol(name):
     assert getattr(cvl_algos, cls_name) is type(learner)
 
 
-@pytest.mark.parametrize("name", ["bc", "filtered_bc", "sac", "cql", "cql_uds", "iql", "fql"])
+@pytest.mark.parametrize(
+    "name", ["bc", "filtered_bc", "weighted_bc", "sac", "cql", "cql_uds", "iql", "fql"]
+)
 def test_load_learner_dispatches_on_saved_name(tmp_path, name):
     learner = make_learner(name, (OBS_DIM,), ACTION_DIM, seed=3, **TINY)
     learner.update(make_transition_batch(0))

@@ -136,14 +136,14 @@ class Preset:
 
 
 SEEDS5 = (0, 1, 2, 3, 4)
-SUITE_ALGORITHMS = ("cvl", "cvl_mc", "bc", "filtered_bc", "cql", "iql", "fql")
+SUITE_ALGORITHMS = ("cvl", "cvl_mc", "bc", "filtered_bc", "weighted_bc", "cql", "iql", "fql")
 """The learners of the `mixed` and `hard` presets (the same methods on both suites)."""
 
 PRESETS: dict[str, Preset] = {
     "mixed": Preset(
         "Mixed-quality Meta-World data (25% the task's noisy expert, 55% other tasks' experts, 20% "
-        "random): BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable "
-        "IQM and probability of improvement.",
+        "random): BC, filtered BC, weighted BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task "
+        "table, rliable IQM and probability of improvement.",
         SUITE_ALGORITHMS,
         # `MIXED_BUDGET` (`_suite_budget`); wall time on 2 cores: docs/reproducing.md.
         default=MIXED_BUDGET,
@@ -155,8 +155,8 @@ PRESETS: dict[str, Preset] = {
         "door-open (no episode solves the task: the expert's approach then wrong behaviour, and "
         "the expert recorded from mid-task on; filtered BC fails) and noisy-expert datasets of "
         "faucet-open and reach (a per-episode noise level; cloning's best case, the control): "
-        "BC, filtered BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, rliable IQM and "
-        "probability of improvement.",
+        "BC, filtered BC, weighted BC, CQL, IQL, FQL, CVL, CVL without RFF; per-task table, "
+        "rliable IQM and probability of improvement.",
         SUITE_ALGORITHMS,
         # The mixed preset's budget and settings, on the hard suite's data.
         default=_suite_budget(

@@ -57,6 +57,7 @@ MIXED_OVERRIDES: tuple[str, ...] = (
     "iql:policy_ema_tau=0.001",
     "filtered_bc:top_fraction=0.2",
     "filtered_bc:policy_ema_tau=0.001",
+    "weighted_bc:policy_ema_tau=0.001",
     "fql:alpha=10",
 )
 """The ``mixed`` preset's settings beyond `CPU_OVERRIDES` (docs/deviations.md, one row each):
@@ -93,7 +94,11 @@ The baselines take the settings their tuning screen chose on the same budget as 
 screen (drawer-open and reach mixtures x 2 seeds, 10k steps, last 3 evaluations pooled;
 docs/results.md, "Policy extraction on the suite"): IQL's advantage temperature beta 10 (expectile
 x beta over {0.7, 0.9} x {3, 10}: IQM 0.58 / 0.66 / 0.57 / 0.56, the IQL paper's 0.7 / 3 first)
-and filtered BC's top 20% of episodes (fractions 0.05 / 0.1 / 0.2: IQM 0.86 / 0.96 / 0.99). FQL
+and filtered BC's top 20% of episodes (fractions 0.05 / 0.1 / 0.2: IQM 0.86 / 0.96 / 0.99).
+Weighted BC (`cvl_algos.bc.WeightedBCLearner`: BC drawing episodes by exp(A / T), A the return's
+advantage over a linear fit on the start state) keeps its learner's defaults, T = 0.1 with the
+start-state baseline, its screen's choice over T in {0.1, 0.3} on the four held-out mixtures x 3
+seeds (IQM 0.77 / 0.67), and acts with filtered BC's polyak average (not screened on its own). FQL
 (`cvl_algos.fql`, the flow extraction on a TD critic) takes the distillation weight its screen
 chose over {0.1, 0.3, 1, 3, 10, 30}: IQM 0.34 / 0.28 / 0.30 / 0.31 / 0.38 / 0.33, flat within
 the noise of 4 runs, 10 the highest (docs/results.md, "FQL").
