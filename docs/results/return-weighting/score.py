@@ -1,7 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
 confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard stitch-half noisy-half |
-control BC_ARM... | screen3.
+control BC_ARM... | screen3 | stitch20k.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -16,6 +16,7 @@ and the presets (held-out mixtures, seeds 0-2; both suites with the first arm na
 "screen3": the twelfth amendment's screen of `aw01` (CVL with the weights at T = 0.1).
 "suite20k hard stitch-half noisy-half": the tenth amendment's 20k runs of both arms, scored at 20k
 and, from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them.
+"stitch20k": the fourteenth amendment's arms on the four stitched datasets at 20k steps (and 10k).
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -260,6 +261,34 @@ def control(root, out, bc_arms):
             print(missing)
 
 
+STITCH = ("door-open", "drawer-open", "plate-slide", "plate-slide-side")
+STITCH_ARMS = ("unegs20k", "awbc01s20k", "iqls20k", "bc_s20k", "aw03s20k")
+
+
+def stitch20k(root, out):
+    """PREREG.md, fourteenth amendment: the four stitched datasets x seeds 0-2 at 20k steps, each
+    arm's runs (pooled success and normalised return) and, over the arms with all 12 runs, rliable
+    IQM with 95% CIs and P(the presets' CVL > each other arm), read at 20k and at 10k."""
+    for steps in (20000, 10000):
+        part = {"runs": {}}
+        found = runs_table(root, part, STITCH_ARMS, STITCH, (0, 1, 2), steps=steps)
+        complete = [a for a in STITCH_ARMS if len(found.get(a, {})) == len(STITCH) * 3]
+        if "unegs20k" in complete and len(complete) > 1:
+            others = [a for a in complete if a != "unegs20k"]
+            part["rliable"] = compare(found, complete, [("unegs20k", a) for a in others])
+            poi = part["rliable"]["probability_of_improvement"]
+            part["reading"] = {
+                a: "CVL ahead" if p >= 0.70 else "other ahead" if p <= 0.30 else "level"
+                for a in others for p in [poi[f"unegs20k,{a}"]["point"]]}
+            print(steps, part["reading"])
+        part["mean_success_per_dataset"] = {
+            a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in (0, 1, 2)
+                                        if (t, s) in found[a]])), 3)
+                for t in STITCH if any((t, s) in found[a] for s in (0, 1, 2))}
+            for a in STITCH_ARMS if a in found}
+        out[f"scored at {steps // 1000}k"] = part
+
+
 CURVES = {  # figure panel: (task, labels, steps)
     "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
     "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
@@ -312,6 +341,9 @@ if __name__ == "__main__":
         runs_table(root, door, ("unegs20k", "aw03s20k", "awbc01s20k", "bc_s20k"), ("door-open",),
                    (0, 1, 2), steps=20000)
         result["stitched door-open at 20k"] = door
+    elif mode == "stitch20k":  # PREREG.md, fourteenth amendment
+        result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+        stitch20k(root, result)
     elif mode == "curves":
         curves(root, result)
     elif mode == "screen":

@@ -32,8 +32,14 @@ def _configs(experiment, tmp_path):
 def test_each_preset_builds_its_learners_configs(experiment, tmp_path):
     configs = _configs(experiment, tmp_path)  # a config refuses what it cannot run, here
     assert set(configs) == {sweep_variants()[n].algorithm for n in PRESETS[experiment].algorithms}
-    for learner, config in configs.items():  # return weights: measured, not in any preset
-        assert getattr(config, "return_weight_temperature", None) is None, learner
+    for learner, config in configs.items():  # return weights: weighted BC's alone
+        weights = getattr(config, "return_weight_temperature", None)
+        if learner == "weighted_bc":  # its screen's T = 0.1 and baseline, and filtered BC's average
+            assert experiment in {"mixed", "hard"}
+            assert (weights, config.return_weight_baseline) == (0.1, "start_state")
+            assert config.policy_ema_tau == 0.001 and config.lr == 1e-3
+        else:
+            assert weights is None, learner
     cvl_mc = configs.get("cvl_mc")
     if cvl_mc is None:
         return
