@@ -16,7 +16,8 @@ and the presets (held-out mixtures, seeds 0-2; both suites with the first arm na
 "screen3": the twelfth amendment's screen of `aw01` (CVL with the weights at T = 0.1).
 "suite20k hard stitch-half noisy-half": the tenth amendment's 20k runs of both arms, scored at 20k
 and, from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them.
-"stitch20k": the fourteenth amendment's arms on the four stitched datasets at 20k steps (and 10k).
+"stitch20k": the fourteenth amendment's arms on the four stitched datasets at 20k steps (and 10k),
+and the fifteenth's CVL without the critic's action term on stitched plate-slide.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -262,7 +263,7 @@ def control(root, out, bc_arms):
 
 
 STITCH = ("door-open", "drawer-open", "plate-slide", "plate-slide-side")
-STITCH_ARMS = ("unegs20k", "awbc01s20k", "iqls20k", "bc_s20k", "aw03s20k")
+STITCH_ARMS = ("unegs20k", "awbc01s20k", "iqls20k", "bc_s20k", "aw03s20k", "plains20k")
 
 
 def stitch20k(root, out):
