@@ -168,7 +168,7 @@ def test_weighted_bc_draws_by_the_advantage_over_the_start_by_default(tmp_path):
         "return_weight_baseline": "start_state",
     }
     batch = learner.make_sampler(dataset, "cpu", seed=0).sample()
-    counts = np.bincount(batch.reward.numpy().astype(int) // 1, minlength=6)
+    counts = np.bincount(batch.reward.numpy().astype(int), minlength=6)
     assert counts[4] + counts[5] > 0.95 * 600
     assert 0.7 < counts[4] / counts[5] < 1.4
     assert counts[2] + counts[3] < 0.05 * 600 and counts[0] + counts[1] == 0
