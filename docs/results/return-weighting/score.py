@@ -1,7 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
 confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard stitch-half noisy-half |
-control BC_ARM... | screen3 | stitch20k.
+control BC_ARM... | screen3 | stitch20k | term20k.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -18,6 +18,8 @@ and the presets (held-out mixtures, seeds 0-2; both suites with the first arm na
 and, from the same runs, at 10k, and the thirteenth's BC runs on stitched door-open beside them.
 "stitch20k": the fourteenth amendment's arms on the four stitched datasets at 20k steps (and 10k),
 and the fifteenth's CVL without the critic's action term on stitched plate-slide.
+"term20k": the sixteenth amendment's CVL with and without the critic's action term at 20k steps
+(and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -290,6 +292,31 @@ def stitch20k(root, out):
         out[f"scored at {steps // 1000}k"] = part
 
 
+def term20k(root, out):
+    """PREREG.md, sixteenth amendment: the presets' CVL with the critic's action term against the
+    same CVL without it at 20k steps (and, from the same runs, 10k): the four stitched datasets x
+    seeds 0-2 (item 1) and the held-out mixtures x seeds 0 and 1 (item 2). Per part: each run's
+    pooled success and normalised return, mean success per dataset, and with every run of both
+    arms rliable IQM with 95% CIs, P(term > without) and the amendment's reading."""
+    for name, arms, tasks, seeds in (("stitched", ("unegs20k", "plains20k"), STITCH, (0, 1, 2)),
+                                     ("held-out", ("uneg20k", "plain20k"), HELD_OUT, SEEDS)):
+        for steps in (20000, 10000):
+            part = {"runs": {}}
+            found = runs_table(root, part, arms, tasks, seeds, steps=steps)
+            part["mean_success_per_dataset"] = {
+                a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds
+                                            if (t, s) in found[a]])), 3)
+                    for t in tasks if any((t, s) in found[a] for s in seeds)}
+                for a in arms if a in found}
+            if all(len(found.get(a, {})) == len(tasks) * len(seeds) for a in arms):
+                part["rliable"] = compare(found, list(arms), [arms])
+                p = part["rliable"]["probability_of_improvement"][",".join(arms)]["point"]
+                part["reading"] = ("the term helps" if p >= 0.70 else "the term costs" if p <= 0.30
+                                   else "level")
+                print(name, steps, part["reading"])
+            out[f"{name}, scored at {steps // 1000}k"] = part
+
+
 CURVES = {  # figure panel: (task, labels, steps)
     "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
     "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
@@ -345,6 +372,9 @@ if __name__ == "__main__":
     elif mode == "stitch20k":  # PREREG.md, fourteenth amendment
         result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
         stitch20k(root, result)
+    elif mode == "term20k":  # PREREG.md, sixteenth amendment
+        result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+        term20k(root, result)
     elif mode == "curves":
         curves(root, result)
     elif mode == "screen":
