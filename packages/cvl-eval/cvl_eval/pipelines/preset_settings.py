@@ -87,7 +87,12 @@ default by plans written before their runs (docs/results.md, "Uniform negatives"
 suites"): on the four held-out mixtures IQM 0.43 [0.38, 0.49] against 0.35 [0.33, 0.38]
 (P = 0.75), on both suites 0.92 [0.89, 0.95] against 0.89 [0.87, 0.91] (8 datasets x 3 seeds,
 P = 0.53; mixed 0.94 against 0.90, hard 0.88 against 0.87), one door-open mixture seed of three
-collapsed (0.07). The presets not measured with it take `PLAIN_CRITIC_OVERRIDES`.
+collapsed (0.07). It costs data that must be stitched: over the four stitched datasets at 20k
+steps P(term > without) = 0.19 [0.00, 0.39] (0.25 at 10k; stitched plate-slide 0.00 success
+against 0.81), while its held-out gain holds at 20k (P = 0.88), so it stays the default and is
+turned off by ``cvl_mc:action_contrast_weight=0 cvl_mc:action_contrast_source=batch``
+(docs/results.md, "The critic's action term at 20k").
+The presets not measured with it take `PLAIN_CRITIC_OVERRIDES`.
 CQL and CQL+UDS draw 4 actions per source instead of 10 (30 -> 12 extra Q evaluations per
 state), a CPU budget choice.
 The baselines take the settings their tuning screen chose on the same budget as CVL's extraction
