@@ -19,7 +19,8 @@ and, from the same runs, at 10k, and the thirteenth's BC runs on stitched door-o
 "stitch20k": the fourteenth amendment's arms on the four stitched datasets at 20k steps (and 10k),
 and the fifteenth's CVL without the critic's action term on stitched plate-slide.
 "term20k": the sixteenth amendment's CVL with and without the critic's action term at 20k steps
-(and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1.
+(and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1,
+and the seventeenth's runs with the term on stitched plate-slide to 40k.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -315,6 +316,18 @@ def term20k(root, out):
                                    else "level")
                 print(name, steps, part["reading"])
             out[f"{name}, scored at {steps // 1000}k"] = part
+    # the seventeenth amendment: the term's runs on stitched plate-slide to 40k, a stall or a delay
+    part = {"runs": {}}
+    found = runs_table(root, part, ("unegs40k",), ("plate-slide",), (0, 1), steps=40000)
+    runs = found.get("unegs40k", {})
+    part["first_success_step"] = {
+        f"seed {s}": next((e["step"] for e in run.evals if e["success"] > 0), None)
+        for (_, s), run in sorted(runs.items())}
+    if len(runs) == 2:
+        mean = float(np.mean([run.final["success_rate"] for run in runs.values()]))
+        part["reading"] = "a delay" if mean >= 0.5 else "a stall"
+        print("plate-slide to 40k:", part["reading"], part["first_success_step"])
+    out["stitched plate-slide with the term, scored at 40k"] = part
 
 
 CURVES = {  # figure panel: (task, labels, steps)
