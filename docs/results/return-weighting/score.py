@@ -1,7 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
 confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard stitch-half noisy-half |
-control BC_ARM... | screen3 | stitch20k | term20k.
+control BC_ARM... | screen3 | stitch20k | term20k | cap.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -21,6 +21,7 @@ and the fifteenth's CVL without the critic's action term on stitched plate-slide
 "term20k": the sixteenth amendment's CVL with and without the critic's action term at 20k steps
 (and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1,
 and the seventeenth's runs with the term on stitched plate-slide to 40k.
+"cap": the eighteenth and nineteenth amendments' screens of the term with `bc_q_cap`.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -330,6 +331,29 @@ def term20k(root, out):
     out["stitched plate-slide with the term, scored at 40k"] = part
 
 
+def cap(root, out):
+    """PREREG.md, eighteenth and nineteenth amendments: the term with the Q term capped at the
+    data action's Q (`bc_q_cap`), on stitched plate-slide at 20k and on held-out handle-pull and
+    lever-pull at 10k, beside the sixteenth amendment's runs with and without the term, and
+    each screen's reading."""
+    stitched = {"runs": {}}
+    found = runs_table(root, stitched, ("capus20k", "unegs20k", "plains20k"), ("plate-slide",),
+                       (0, 1), steps=20000)
+    if len(found.get("capus20k", {})) == 2:
+        mean = stitched["means"]["capus20k"]["success"]
+        stitched["reading"] = "passes" if mean >= 0.5 else "fails"
+    out["stitched plate-slide, scored at 20k"] = stitched
+    held_out = {"runs": {}}
+    found = runs_table(root, held_out, ("capu", "uneg20k", "plain20k"), ("handle-pull", "lever-pull"),
+                       (0, 1), steps=10000)
+    if len(found.get("capu", {})) == 4:
+        mean = held_out["means"]["capu"]["success"]
+        held_out["reading"] = ("keeps the gain" if mean >= 0.29 else "loses it" if mean <= 0.15
+                               else "part")
+    out["held-out handle-pull and lever-pull, scored at 10k"] = held_out
+    print({k: v.get("reading") for k, v in out.items() if isinstance(v, dict)})
+
+
 CURVES = {  # figure panel: (task, labels, steps)
     "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
     "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
@@ -388,6 +412,9 @@ if __name__ == "__main__":
     elif mode == "term20k":  # PREREG.md, sixteenth amendment
         result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
         term20k(root, result)
+    elif mode == "cap":  # PREREG.md, eighteenth and nineteenth amendments
+        result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+        cap(root, result)
     elif mode == "curves":
         curves(root, result)
     elif mode == "screen":
