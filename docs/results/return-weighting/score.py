@@ -21,7 +21,7 @@ and the fifteenth's CVL without the critic's action term on stitched plate-slide
 "term20k": the sixteenth amendment's CVL with and without the critic's action term at 20k steps
 (and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1,
 and the seventeenth's runs with the term on stitched plate-slide to 40k.
-"cap": the eighteenth and nineteenth amendments' screens of the term with `bc_q_cap`.
+"cap": the eighteenth to twentieth amendments' screens of the term with `bc_q_cap`.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -351,6 +351,20 @@ def cap(root, out):
         held_out["reading"] = ("keeps the gain" if mean >= 0.29 else "loses it" if mean <= 0.15
                                else "part")
     out["held-out handle-pull and lever-pull, scored at 10k"] = held_out
+    # the twentieth amendment: the four held-out mixtures x seeds 0 and 1 at 10k
+    labels = ["capu", "uneg20k", "plain20k"]
+    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
+    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
+        part = compare(found, labels, [("capu", "uneg20k"), ("capu", "plain20k")])
+        part["reading"] = {
+            other: "cap ahead" if p >= 0.70 else "cap behind" if p <= 0.30 else "level"
+            for other in labels[1:]
+            for p in [part["probability_of_improvement"][f"capu,{other}"]["point"]]}
+        part["mean_success"] = {
+            label: {t: round(float(np.mean([found[label][(t, s)].final["success_rate"]
+                                            for s in SEEDS])), 3) for t in HELD_OUT}
+            for label in labels}
+        out["held-out mixtures 4 x 2, scored at 10k"] = part
     print({k: v.get("reading") for k, v in out.items() if isinstance(v, dict)})
 
 
