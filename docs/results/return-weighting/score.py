@@ -140,6 +140,22 @@ def runs_table(root, out, labels, tasks, seeds, steps=10000):
     return found
 
 
+def band(p, ahead="ahead", behind="behind"):
+    """This plan's reading of a probability of improvement: ``ahead`` at >= 0.70, ``behind`` at
+    <= 0.30, "level" between."""
+    return ahead if p >= 0.70 else behind if p <= 0.30 else "level"
+
+
+def mean_success(found, labels, tasks, seeds):
+    """{label: {task: mean pooled success over the seeds it has}} for the labels and tasks with
+    any run in ``found`` (`runs_by_key`)."""
+    return {
+        a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds
+                                    if (t, s) in found[a]])), 3)
+            for t in tasks if any((t, s) in found[a] for s in seeds)}
+        for a in labels if a in found}
+
+
 def iql_iqm(root, out, found):
     """IQL's two arms (``found``: their runs) beside aw03 over the held-out mixtures x seeds 0
     and 1, when all ran."""
@@ -245,7 +261,7 @@ def steps20k(root, out):
     if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
         out["held-out"] = compare(found, labels, [("aw03_20k", "filtered_bc20k")])
         p = out["held-out"]["probability_of_improvement"]["aw03_20k,filtered_bc20k"]["point"]
-        out["verdict"] = "ahead" if p >= 0.70 else "behind" if p <= 0.30 else "level"
+        out["verdict"] = band(p)
         print("verdict", out["verdict"])
 
 
@@ -282,15 +298,10 @@ def stitch20k(root, out):
             others = [a for a in complete if a != "unegs20k"]
             part["rliable"] = compare(found, complete, [("unegs20k", a) for a in others])
             poi = part["rliable"]["probability_of_improvement"]
-            part["reading"] = {
-                a: "CVL ahead" if p >= 0.70 else "other ahead" if p <= 0.30 else "level"
-                for a in others for p in [poi[f"unegs20k,{a}"]["point"]]}
+            part["reading"] = {a: band(poi[f"unegs20k,{a}"]["point"], "CVL ahead", "other ahead")
+                               for a in others}
             print(steps, part["reading"])
-        part["mean_success_per_dataset"] = {
-            a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in (0, 1, 2)
-                                        if (t, s) in found[a]])), 3)
-                for t in STITCH if any((t, s) in found[a] for s in (0, 1, 2))}
-            for a in STITCH_ARMS if a in found}
+        part["mean_success_per_dataset"] = mean_success(found, STITCH_ARMS, STITCH, (0, 1, 2))
         out[f"scored at {steps // 1000}k"] = part
 
 
@@ -305,16 +316,11 @@ def term20k(root, out):
         for steps in (20000, 10000):
             part = {"runs": {}}
             found = runs_table(root, part, arms, tasks, seeds, steps=steps)
-            part["mean_success_per_dataset"] = {
-                a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds
-                                            if (t, s) in found[a]])), 3)
-                    for t in tasks if any((t, s) in found[a] for s in seeds)}
-                for a in arms if a in found}
+            part["mean_success_per_dataset"] = mean_success(found, arms, tasks, seeds)
             if all(len(found.get(a, {})) == len(tasks) * len(seeds) for a in arms):
                 part["rliable"] = compare(found, list(arms), [arms])
                 p = part["rliable"]["probability_of_improvement"][",".join(arms)]["point"]
-                part["reading"] = ("the term helps" if p >= 0.70 else "the term costs" if p <= 0.30
-                                   else "level")
+                part["reading"] = band(p, "the term helps", "the term costs")
                 print(name, steps, part["reading"])
             out[f"{name}, scored at {steps // 1000}k"] = part
     # the seventeenth amendment: the term's runs on stitched plate-slide to 40k, a stall or a delay
@@ -356,14 +362,10 @@ def cap(root, out):
     found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
     if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
         part = compare(found, labels, [("capu", "uneg20k"), ("capu", "plain20k")])
-        part["reading"] = {
-            other: "cap ahead" if p >= 0.70 else "cap behind" if p <= 0.30 else "level"
-            for other in labels[1:]
-            for p in [part["probability_of_improvement"][f"capu,{other}"]["point"]]}
-        part["mean_success"] = {
-            label: {t: round(float(np.mean([found[label][(t, s)].final["success_rate"]
-                                            for s in SEEDS])), 3) for t in HELD_OUT}
-            for label in labels}
+        poi = part["probability_of_improvement"]
+        part["reading"] = {other: band(poi[f"capu,{other}"]["point"], "cap ahead", "cap behind")
+                           for other in labels[1:]}
+        part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
         out["held-out mixtures 4 x 2, scored at 10k"] = part
     print({k: v.get("reading") for k, v in out.items() if isinstance(v, dict)})
 
