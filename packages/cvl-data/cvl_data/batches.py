@@ -30,7 +30,10 @@ class ContrastiveBatch:
     ``policy_action_t`` and ``policy_behaviour_weight``: the policy step's own anchors, shaped as
     ``obs_t``, ``action_t`` and ``behaviour_weight``, when the sampler draws them apart from the
     critic's (``return_weight_scope`` "critic" or "policy"); None when the policy trains on the
-    critic's anchors. `for_policy` gives the policy step's view.
+    critic's anchors. `for_policy` gives the policy step's view. ``neighbour_obs_t``
+    ``(B, k, *obs_shape)`` and ``neighbour_action_t`` ``(B, k, *action_shape)``: the states and
+    actions of the ``k`` steps of other episodes nearest to each anchor's state
+    (`ContrastiveSampler`'s ``cap_neighbours``), None without it.
     """
 
     obs_t: torch.Tensor
@@ -46,14 +49,21 @@ class ContrastiveBatch:
     policy_obs_t: torch.Tensor | None = None
     policy_action_t: torch.Tensor | None = None
     policy_behaviour_weight: torch.Tensor | None = None
+    neighbour_obs_t: torch.Tensor | None = None
+    neighbour_action_t: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         tensors = (self.action_t, self.reward_t, self.obs_next, self.done, self.obs_future)
         tensors += (self.reward_future, self.offset, self.task_id, self.behaviour_weight)
         tensors += (self.policy_obs_t, self.policy_action_t, self.policy_behaviour_weight)
+        tensors += (self.neighbour_obs_t, self.neighbour_action_t)
         _check_leading("ContrastiveBatch", self.obs_t.shape[0], tensors)
         if (self.policy_obs_t is None) != (self.policy_action_t is None):
             raise ValueError("ContrastiveBatch: policy_obs_t and policy_action_t come together")
+        if (self.neighbour_obs_t is None) != (self.neighbour_action_t is None):
+            raise ValueError(
+                "ContrastiveBatch: neighbour_obs_t and neighbour_action_t come together"
+            )
 
     @property
     def batch_size(self) -> int:

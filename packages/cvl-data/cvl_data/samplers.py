@@ -19,6 +19,7 @@ from einops import rearrange
 from cvl_data.batches import ContrastiveBatch, TransitionBatch
 from cvl_data.device_data import DeviceData
 from cvl_data.geometric import check_discount, sample_truncated_geometric
+from cvl_data.neighbours import nearest_other_episode_steps
 from cvl_data.source import EpisodeSource, step_episode_index
 from cvl_data.subset import top_episode_indices
 from cvl_data.weighting import (
@@ -150,6 +151,10 @@ class ContrastiveSampler(_DeviceSampler):
             ``policy_behaviour_weight``), drawn uniformly. ``"policy"``: the critic's anchors
             uniform, the policy step's own anchors by the weights. Not "all" only with
             ``return_weight_temperature``.
+        cap_neighbours: ``k`` > 0: each batch carries ``neighbour_obs_t`` and
+            ``neighbour_action_t``, the observations and actions of the ``k`` steps of other
+            episodes nearest to each anchor's state (`cvl_data.neighbours`, computed once here;
+            flat state observations, ``action_chunk`` 1, ``return_weight_scope`` "all"). 0: none.
     """
 
     def __init__(
@@ -166,6 +171,7 @@ class ContrastiveSampler(_DeviceSampler):
         return_weight_temperature: float | None = None,
         return_weight_baseline: str = "none",
         return_weight_scope: str = "all",
+        cap_neighbours: int = 0,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -194,6 +200,23 @@ class ContrastiveSampler(_DeviceSampler):
         self.behaviour_weight: torch.Tensor | None = None
         if behaviour_top_fraction is not None:
             self.behaviour_weight = _top_episode_steps(dataset, behaviour_top_fraction, self.device)
+        self.neighbour_steps = self._neighbour_steps(cap_neighbours, return_weight_scope)
+
+    def _neighbour_steps(self, k: int, return_weight_scope: str) -> torch.Tensor | None:
+        """``(N, k)`` nearest steps of other episodes (`cap_neighbours`), or None for k = 0."""
+        if isinstance(k, bool) or int(k) != k or k < 0:
+            raise ValueError(f"cap_neighbours must be an int >= 0, got {k!r}")
+        if k == 0:
+            return None
+        if self.action_chunk != 1 or return_weight_scope != "all":
+            raise ValueError(
+                "cap_neighbours gathers single actions for the batch's own anchors: it needs "
+                f"action_chunk=1 and return_weight_scope='all', got {self.action_chunk} and "
+                f"{return_weight_scope!r}"
+            )
+        data = self.data
+        observations = data.observations.index_select(0, data.obs_row)
+        return nearest_other_episode_steps(observations, data.episode_offsets, int(k))
 
     def _shared_start_steps(self) -> torch.Tensor:
         """``start_groups`` blocks: a uniform step, then steps uniform within its start group."""
@@ -261,7 +284,25 @@ class ContrastiveSampler(_DeviceSampler):
             offset=offset,
             task_id=_gather(data.task_ids, step_t),
             behaviour_weight=_gather(self.behaviour_weight, step_t),
+            **self._neighbours_at(step_t),
         )
+
+    def _neighbours_at(self, step_t: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``neighbour_obs_t`` ``(B, k, D)`` and ``neighbour_action_t`` ``(B, k, A)`` of the
+        anchors' nearest steps in other episodes; nothing without ``cap_neighbours``."""
+        if self.neighbour_steps is None:
+            return {}
+        data = self.data
+        steps = self.neighbour_steps.index_select(0, step_t)  # (B, k)
+        flat = steps.reshape(-1)
+        k = steps.shape[1]
+        obs = _rows(data.observations, data.obs_row.index_select(0, flat))
+        return {
+            "neighbour_obs_t": rearrange(obs, "(b k) d -> b k d", k=k),
+            "neighbour_action_t": rearrange(
+                data.actions.index_select(0, flat), "(b k) a -> b k a", k=k
+            ),
+        }
 
     def _policy_anchors_at(self, step_t: torch.Tensor) -> dict[str, torch.Tensor | None]:
         """The policy step's own anchors at steps ``(B,)``: ``policy_obs_t``,

@@ -304,6 +304,13 @@ class CVLConfig:
     Q term at the data action's Q(s_b, a_b), so the mode climbs the critic only up to what the
     data did at that state, not where the critic extrapolates above it (not in the paper; see
     `ddpg_bc_policy_loss`)."""
+    bc_q_cap_neighbours: int = 0
+    """With ``bc_q_cap``: 0 caps pair b's Q term at its own data action's Q(s_b, a_b); k > 0 at
+    the largest of that and Q(s', a') of the data's pairs at the k states of other episodes
+    nearest to s_b (standardised observations, `cvl_data.neighbours`): the mode may climb to the
+    best value the data reached near this state, not past it, so it can leave a behaviour that
+    other episodes beat from here but not follow the critic off the data where none did (not in
+    the paper; flat state observations, ``action_chunk`` 1, ``return_weight_scope`` "all")."""
     bc_density_weight: float = 0.0
     """"ddpgbc" with the direct estimator and the action-contrast term: weight w of a support term
     ``-w D(s, mode(s))``, D the critic's log density ratio ``log p(a | s) / p(a)``
@@ -592,6 +599,19 @@ class CVLConfig:
                 f"{self.action_contrast_bias}"
             )
 
+    def _check_cap_neighbours(self) -> None:
+        k = self.bc_q_cap_neighbours
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"bc_q_cap_neighbours must be an int >= 0, got {k!r}")
+        if k and not (
+            self.bc_q_cap and self.action_chunk == 1 and self.return_weight_scope == "all"
+        ):
+            raise ValueError(
+                f"bc_q_cap_neighbours={k} needs bc_q_cap=True, action_chunk=1 and "
+                f"return_weight_scope='all', got {self.bc_q_cap}, {self.action_chunk} and "
+                f"{self.return_weight_scope!r}"
+            )
+
     def _check_extraction(self) -> None:
         """The policy extraction's settings and the switches that only some extractions take."""
         if self.policy_extraction not in EXTRACTIONS:
@@ -631,6 +651,7 @@ class CVLConfig:
             raise ValueError(
                 f"bc_q_cap=True takes policy_extraction='ddpgbc', got {self.policy_extraction!r}"
             )
+        self._check_cap_neighbours()
         if self.action_contrast_bias and not (
             self.action_contrast_weight > 0.0 and not self.bc_density_weight
         ):

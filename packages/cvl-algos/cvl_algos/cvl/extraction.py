@@ -108,7 +108,12 @@ def ddpg_bc_policy_loss(
     With ``q_cap`` the Q term of pair b is ``min(Q(s_b, mode(s_b)), Q(s_b, a_b))`` (the data
     action's Q detached; the scale stays the uncapped mean ``|Q|``): the mode climbs Q only where
     the critic ranks it below the data's own action at that state, never past what the data did
-    (not in the paper; DDPG's analogue of CRR's binary filter). With ``density_fn`` (the critic's
+    (not in the paper; DDPG's analogue of CRR's binary filter). A batch that carries
+    ``neighbour_obs_t`` ``(B, k, D)`` and ``neighbour_action_t`` ``(B, k, A)`` (the data's pairs
+    at the k states of other episodes nearest to s_b, `cvl_data.neighbours`) raises pair b's cap
+    to ``max(Q(s_b, a_b), max_j Q(s'_bj, a'_bj))``, all detached: the mode may climb to the best
+    value the data reached near s_b, so it can leave a behaviour that other episodes beat from
+    there, but not past the data where none did (`neighbourhood_cap`). With ``density_fn`` (the critic's
     log density ratio ``D(s, a) = log p(a | s) / p(a)``, `cvl_algos.cvl.q.direct_log_density_fn`)
     and ``density_weight`` w > 0 the loss adds ``-w mean_b D(s_b, mode(s_b))``: the mode is kept
     where the critic says the data's behaviours act, a support term that, unlike the
@@ -129,8 +134,10 @@ def ddpg_bc_policy_loss(
     if q_weight_beta or q_cap:
         with torch.no_grad():
             q_data = q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
+    cap = None
     if q_cap:
-        q_term = -torch.minimum(q, q_data).mean() / scale
+        cap = neighbourhood_cap(q_fn, q_data, batch)
+        q_term = -torch.minimum(q, cap).mean() / scale
     if fixed_std is None:
         log_prob_data = action_log_prob(mean, log_std, action_t)
     else:
@@ -166,9 +173,29 @@ def ddpg_bc_policy_loss(
     }
     if q_data is not None:
         metrics["policy_mode_above_data"] = (q.detach() > q_data).float().mean()
+    if cap is not None:
+        metrics["policy_cap_over_data"] = (cap - q_data).mean() / scale
     if density is not None:
         metrics["policy_log_density"] = density.detach()
     return loss, metrics
+
+
+def neighbourhood_cap(q_fn: QFn, q_data: Tensor, batch: Any) -> Tensor:
+    """The DDPG+BC cap of each pair, ``(B,)``, detached: its own data action's Q ``q_data``, or,
+    when ``batch.neighbour_obs_t`` is given, ``max(q_data_b, max_j Q(s'_bj, a'_bj))`` over the
+    data's pairs at the anchor's k nearest states of other episodes (one critic pass on
+    ``B * k`` pairs against the same futures)."""
+    neighbour_obs = getattr(batch, "neighbour_obs_t", None)
+    if neighbour_obs is None:
+        return q_data
+    k = neighbour_obs.shape[1]
+    with torch.no_grad():
+        q_near = q_fn(
+            rearrange(neighbour_obs, "b k ... -> (b k) ..."),
+            rearrange(batch.neighbour_action_t, "b k a -> 1 (b k) a"),
+        )[0]
+    q_near = reduce(q_near, "(b k) -> b", "max", k=k)
+    return torch.maximum(q_data, q_near)
 
 
 def flow_matching_loss(velocity: nn.Module, obs_t: Tensor, action_t: Tensor) -> tuple[Tensor, dict]:

@@ -205,7 +205,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         """``start_groups`` for the ``"shared_start"`` sampler; ``behaviour_top_fraction`` when
         the behaviour term clones the top episodes only (``bc_top_fraction`` < 1);
         ``action_chunk``; ``return_weight_temperature``, ``return_weight_baseline`` and
-        ``return_weight_scope`` for return-weighted anchors."""
+        ``return_weight_scope`` for return-weighted anchors; ``cap_neighbours`` for the policy
+        step's neighbourhood cap (``bc_q_cap_neighbours``)."""
         cfg: CVLConfig = self.config
         options: dict[str, Any] = {}
         if cfg.sampler_mode == "shared_start":
@@ -216,6 +217,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             options["action_chunk"] = cfg.action_chunk
         if cfg.return_weight_scope != "all":
             options["return_weight_scope"] = cfg.return_weight_scope
+        if cfg.bc_q_cap_neighbours:
+            options["cap_neighbours"] = cfg.bc_q_cap_neighbours
         return {**options, **return_weight_options(cfg)}
 
     # -- pieces of an update ----------------------------------------------------------------------
