@@ -1,7 +1,7 @@
 """Return-weighted anchors (rw01, rw03; aw03 weighs the advantage over the start) against the
 presets' CVL (uneg) on the same machine. argv: RUNS out.json screen | confirm ARM [fbc] |
 confirm3 ARM | drawer | seed2 | iql | suite mixed hard | suite20k hard stitch-half noisy-half |
-control BC_ARM... | screen3 | stitch20k | term20k | cap.
+control BC_ARM... | screen3 | stitch20k | term20k | cap | capn.
 "drawer": stitched drawer-open, seeds 0 and 1, each arm's runs (after the confirmation).
 "confirm3": "confirm" over seeds 0-2 (outside the plan's confirmation, beside it).
 "seed2": the held-out mixtures' seed 2 runs of both arms; "iql": IQL with and without aw03's
@@ -22,6 +22,8 @@ and the fifteenth's CVL without the critic's action term on stitched plate-slide
 (and 10k) on the four stitched datasets x seeds 0-2 and the held-out mixtures x seeds 0 and 1,
 and the seventeenth's runs with the term on stitched plate-slide to 40k.
 "cap": the eighteenth to twentieth amendments' screens of the term with `bc_q_cap`.
+"capn": the twenty-first (return weights on stitched plate-slide) and twenty-second (the cap at
+the best the data reached nearby, `bc_q_cap_neighbours`) amendments.
 "curves": every evaluation of the runs `curves.py` draws.
 "screen": each screen run's pooled last 3 evaluations (success, normalised return), the arms'
 means and PREREG.md's verdict. "confirm": rliable IQM with 95% stratified-bootstrap CIs and
@@ -372,6 +374,43 @@ def cap(root, out):
     print({k: v.get("reading") for k, v in out.items() if isinstance(v, dict)})
 
 
+def capn(root, out):
+    """PREREG.md, twenty-first and twenty-second amendments: the return weights (`aw03s20k`) on
+    stitched plate-slide and plate-slide-side at 20k, and the term with the cap raised to the
+    best Q of the data at the 8 nearest states of other episodes (`capnus20k` on stitched
+    plate-slide at 20k, `capnu` on held-out hammer and lever-pull at 10k), beside the cap, the
+    term and no term on the same seeds, with each reading."""
+    for task in ("plate-slide", "plate-slide-side"):
+        part = {"runs": {}}
+        labels = ("aw03s20k", "capnus20k", "capus20k", "unegs20k", "plains20k")
+        found = runs_table(root, part, labels, (task,), (0, 1), steps=20000)
+        means = part["means"]
+        if task == "plate-slide" and len(found.get("aw03s20k", {})) == 2:
+            m = means["aw03s20k"]["success"]
+            part["reading_aw03s20k"] = ("stalls as the term" if m <= 0.2 else "solves it"
+                                        if m >= 0.6 else "part")
+        if task == "plate-slide" and len(found.get("capnus20k", {})) == 2:
+            part["reading_capnus20k"] = "passes" if means["capnus20k"]["success"] >= 0.5 else "fails"
+        out[f"stitched {task}, scored at 20k"] = part
+    part = {"runs": {}}
+    labels = ("capnu", "capu", "uneg20k", "plain20k")
+    found = runs_table(root, part, labels, ("hammer", "lever-pull"), (0, 1), steps=10000)
+    if len(found.get("capnu", {})) == 4:
+        m = part["means"]["capnu"]["success"]
+        part["reading"] = "keeps the gain" if m >= 0.43 else "loses it" if m <= 0.32 else "part"
+    out["held-out hammer and lever-pull, scored at 10k"] = part
+    labels = ["capnu", "uneg20k", "capu"]
+    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
+    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
+        part = compare(found, labels, [("capnu", "uneg20k"), ("capnu", "capu")])
+        poi = part["probability_of_improvement"]
+        part["reading"] = {o: band(poi[f"capnu,{o}"]["point"], "ahead", "behind") for o in labels[1:]}
+        part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
+        out["held-out mixtures 4 x 2, scored at 10k"] = part
+    print({k: {r: v[r] for r in v if r.startswith("reading")} for k, v in out.items()
+           if isinstance(v, dict) and k != "runs"})
+
+
 CURVES = {  # figure panel: (task, labels, steps)
     "drawer-open mixture, 10k": ("drawer-open", ("unegm", "aw03m", "aw05m", "aw03pm", "aw03cm"), 10000),
     "drawer-open mixture, 20k": ("drawer-open", ("unegm20k", "aw03m20k"), 20000),
@@ -433,6 +472,9 @@ if __name__ == "__main__":
     elif mode == "cap":  # PREREG.md, eighteenth and nineteenth amendments
         result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
         cap(root, result)
+    elif mode == "capn":  # PREREG.md, twenty-first and twenty-second amendments
+        result["scored_by"] = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+        capn(root, result)
     elif mode == "curves":
         curves(root, result)
     elif mode == "screen":
