@@ -379,7 +379,8 @@ def capn(root, out):
     stitched plate-slide and plate-slide-side at 20k, and the term with the cap raised to the
     best Q of the data at the 8 nearest states of other episodes (`capnus20k` on stitched
     plate-slide at 20k, `capnu` on held-out hammer and lever-pull at 10k), beside the cap, the
-    term and no term on the same seeds, with each reading."""
+    term and no term on the same seeds, with each reading; the twenty-third amendment's held-out
+    4 x 2 and both suites (each half too) against the term, as far as their runs exist."""
     for task in ("plate-slide", "plate-slide-side"):
         part = {"runs": {}}
         labels = ("aw03s20k", "capnus20k", "capus20k", "unegs20k", "plains20k")
@@ -407,6 +408,11 @@ def capn(root, out):
         part["reading"] = {o: band(poi[f"capnu,{o}"]["point"], "ahead", "behind") for o in labels[1:]}
         part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
         out["held-out mixtures 4 x 2, scored at 10k"] = part
+    for name in ("stitch-half", "noisy-half", "hard", "mixed"):  # the twenty-third amendment, 2
+        try:
+            suite(root, out, name, arm="capnu")
+        except AssertionError as missing:
+            print(missing)
     print({k: {r: v[r] for r in v if r.startswith("reading")} for k, v in out.items()
            if isinstance(v, dict) and k != "runs"})
 
