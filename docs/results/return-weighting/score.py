@@ -341,6 +341,19 @@ def term20k(root, out):
     out["stitched plate-slide with the term, scored at 40k"] = part
 
 
+def held_out_4x2(root, out, labels, ahead, behind):
+    """The four held-out mixtures x seeds 0 and 1 at 10k, when every label has all its runs:
+    rliable IQM with 95% CIs, P(labels[0] > each other label) read by `band`, mean success."""
+    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
+    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
+        part = compare(found, labels, [(labels[0], other) for other in labels[1:]])
+        poi = part["probability_of_improvement"]
+        part["reading"] = {other: band(poi[f"{labels[0]},{other}"]["point"], ahead, behind)
+                           for other in labels[1:]}
+        part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
+        out["held-out mixtures 4 x 2, scored at 10k"] = part
+
+
 def cap(root, out):
     """PREREG.md, eighteenth and nineteenth amendments: the term with the Q term capped at the
     data action's Q (`bc_q_cap`), on stitched plate-slide at 20k and on held-out handle-pull and
@@ -362,15 +375,7 @@ def cap(root, out):
                                else "part")
     out["held-out handle-pull and lever-pull, scored at 10k"] = held_out
     # the twentieth amendment: the four held-out mixtures x seeds 0 and 1 at 10k
-    labels = ["capu", "uneg20k", "plain20k"]
-    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
-    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
-        part = compare(found, labels, [("capu", "uneg20k"), ("capu", "plain20k")])
-        poi = part["probability_of_improvement"]
-        part["reading"] = {other: band(poi[f"capu,{other}"]["point"], "cap ahead", "cap behind")
-                           for other in labels[1:]}
-        part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
-        out["held-out mixtures 4 x 2, scored at 10k"] = part
+    held_out_4x2(root, out, ["capu", "uneg20k", "plain20k"], "cap ahead", "cap behind")
     print({k: v.get("reading") for k, v in out.items() if isinstance(v, dict)})
 
 
@@ -400,14 +405,7 @@ def capn(root, out):
         m = part["means"]["capnu"]["success"]
         part["reading"] = "keeps the gain" if m >= 0.43 else "loses it" if m <= 0.32 else "part"
     out["held-out hammer and lever-pull, scored at 10k"] = part
-    labels = ["capnu", "uneg20k", "capu"]
-    found = runs_by_key(root, labels, HELD_OUT, SEEDS, steps=10000)
-    if all(len(found.get(label, {})) == len(HELD_OUT) * len(SEEDS) for label in labels):
-        part = compare(found, labels, [("capnu", "uneg20k"), ("capnu", "capu")])
-        poi = part["probability_of_improvement"]
-        part["reading"] = {o: band(poi[f"capnu,{o}"]["point"], "ahead", "behind") for o in labels[1:]}
-        part["mean_success"] = mean_success(found, labels, HELD_OUT, SEEDS)
-        out["held-out mixtures 4 x 2, scored at 10k"] = part
+    held_out_4x2(root, out, ["capnu", "uneg20k", "capu"], "ahead", "behind")
     for name in ("stitch-half", "noisy-half", "hard", "mixed"):  # the twenty-third amendment, 2
         try:
             suite(root, out, name, arm="capnu")
