@@ -1,8 +1,8 @@
 """The cost of DDPG+BC's neighbourhood cap (`bc_q_cap_neighbours`): learner updates with it
 against the plain cap (`bc_q_cap`), and its one-time nearest-neighbour search.
 
-Both learners are the presets' CVL with the critic's uniform action term (128 x 128, batch 256,
-Meta-World sizes: 39-dimensional states, 4-dimensional actions); the neighbour batches carry
+Both learners are the presets' CVL with the critic's uniform action term (their settings read
+from `cvl_eval.pipelines.quickstart`'s override lists; 128 x 128, batch 256, Meta-World sizes: 39-dimensional states, 4-dimensional actions); the neighbour batches carry
 ``k`` neighbour states and actions per anchor, as `cvl_data.ContrastiveSampler` draws them.
 Updates are timed in interleaved rounds, so both see the same machine load; prints both rates,
 the ratio ``neighbours / plain`` and the seconds `cvl_data.neighbours` takes for ``--steps-data``
@@ -24,24 +24,19 @@ import time
 import numpy as np
 import torch
 
-from cvl_algos import make_learner
+from cvl_algos import CVLConfig, make_learner
 from cvl_data import ContrastiveBatch
 from cvl_data.neighbours import nearest_other_episode_steps
+from cvl_eval.pipelines.quickstart import QUICKSTART_CVL_OVERRIDES, QUICKSTART_MIXED_OVERRIDES
+from cvl_eval.training.overrides import typed_overrides
 
-PRESETS = {
-    "lr": 1e-3,
-    "sampler_mode": "uniform",
-    "normalize_q": True,
-    "temperature": 0.1,
-    "self_normalized": True,
-    "policy_extraction": "ddpgbc",
-    "bc_alpha": 0.3,
-    "policy_ema_tau": 0.001,
-    "action_contrast_weight": 1.0,
-    "action_contrast_negatives": 8,
-    "action_contrast_source": "uniform",
-    "bc_q_cap": True,
-}
+
+def presets_settings() -> dict:
+    """The presets' CVL on mixed-quality data (lr 1e-3, the quickstart's CVL settings and the
+    mixed settings, the critic's uniform action term included), typed as `CVLConfig` fields,
+    with the plain cap on."""
+    items = ("lr=1e-3", *QUICKSTART_CVL_OVERRIDES, *QUICKSTART_MIXED_OVERRIDES["cvl_mc"])
+    return {**typed_overrides(CVLConfig, items, "cvl_mc"), "bc_q_cap": True}
 
 
 def batch(gen: torch.Generator, size: int, obs_dim: int, action_dim: int, k: int):
@@ -81,6 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     obs_dim, action_dim = 39, 4
+    settings = presets_settings()
     learners = {
         name: make_learner(
             "cvl_mc",
@@ -89,7 +85,7 @@ def main() -> None:
             seed=0,
             hidden=(128, 128),
             batch_size=256,
-            **PRESETS,
+            **settings,
             **extra,
         )
         for name, extra in (("plain", {}), ("neighbours", {"bc_q_cap_neighbours": args.k}))

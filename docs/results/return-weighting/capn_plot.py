@@ -46,7 +46,6 @@ def from_runs(part, labels, tasks):
             for t in tasks
         ]
         for arm, label in zip(COLORS, labels)
-        if label
     }
 
 
