@@ -49,10 +49,8 @@ def screen(root, key, label, tasks, steps, read):
 def calibration(root):
     """`aw03` on held-out plate-slide seed 0 on this machine beside the committed run."""
     found = runs_by_key(root, {"aw03"}, ("plate-slide",), (0,)).get("aw03", {})
-    tasks = committed("scores.json")["held-out"]["tasks"]
-    before = committed("scores.json")["held-out"]["scores"]["aw03"][0][
-        tasks.index("plate-slide-v3")
-    ]
+    ref = committed("scores.json")["held-out"]
+    before = ref["scores"]["aw03"][0][ref["tasks"].index("plate-slide-v3")]
     row = run_row(found[("plate-slide", 0)]) if found else None
     print("calibration", row, "committed normalised", round(before, 3))
     return {"this machine": row, "committed normalized": round(before, 3)}
