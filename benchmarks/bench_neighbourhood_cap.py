@@ -34,9 +34,10 @@ from cvl_eval.training.overrides import typed_overrides
 def presets_settings() -> dict:
     """The presets' CVL on mixed-quality data (lr 1e-3, the quickstart's CVL settings and the
     mixed settings, the critic's uniform action term included), typed as `CVLConfig` fields,
-    with the plain cap on."""
+    with the plain cap (no neighbours; `main` sets them per learner)."""
     items = ("lr=1e-3", *QUICKSTART_CVL_OVERRIDES, *QUICKSTART_MIXED_OVERRIDES["cvl_mc"])
-    return {**typed_overrides(CVLConfig, items, "cvl_mc"), "bc_q_cap": True}
+    settings = typed_overrides(CVLConfig, items, "cvl_mc")
+    return {**settings, "bc_q_cap": True, "bc_q_cap_neighbours": 0}
 
 
 def batch(gen: torch.Generator, size: int, obs_dim: int, action_dim: int, k: int):
@@ -85,8 +86,7 @@ def main() -> None:
             seed=0,
             hidden=(128, 128),
             batch_size=256,
-            **settings,
-            **extra,
+            **{**settings, **extra},
         )
         for name, extra in (("plain", {}), ("neighbours", {"bc_q_cap_neighbours": args.k}))
     }

@@ -173,8 +173,11 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     # objective elsewhere; everything else shared
     term = 'cvl_mc:action_contrast_source="uniform"'
     assert term in PRESETS["mixed"].overrides and term in PRESETS["hard"].overrides
-    plain = tuple(o for o in PRESETS["mixed"].overrides if ":action_contrast_" not in o)
-    assert len(plain) == len(PRESETS["mixed"].overrides) - 3
+    assert 'cvl_mc:return_weight_baseline="start_state"' in PRESETS["hard"].overrides
+    assert "cvl_mc:bc_q_cap_neighbours=8" in PRESETS["mixed"].overrides
+    measured_only = (":action_contrast_", ":return_weight_", ":bc_q_cap")
+    plain = tuple(o for o in PRESETS["mixed"].overrides if not any(m in o for m in measured_only))
+    assert len(plain) == len(PRESETS["mixed"].overrides) - 7
     for name in ("rff_ablation", "replay", "pretraining"):
         assert PRESETS[name].overrides == plain, name
     pixel_settings = PRESETS["metaworld_pixels"].overrides  # the settled ones, no average

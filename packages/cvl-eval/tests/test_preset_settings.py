@@ -11,7 +11,8 @@ from cvl_eval.pipelines.paper_presets import PRESETS, PaperConfig, resolve
 from cvl_eval.pipelines.sweep_plan import scoped_overrides, sweep_variants
 from cvl_eval.training.overrides import typed_overrides
 
-# the presets whose CVL without RFF takes the critic's action-contrast term (MIXED_OVERRIDES)
+# the presets whose CVL without RFF takes the critic's action-contrast term, the return weights
+# and the neighbourhood cap (MIXED_OVERRIDES)
 ACTION_CONTRAST = {"mixed", "hard", "metaworld_states"}
 
 
@@ -32,12 +33,15 @@ def _configs(experiment, tmp_path):
 def test_each_preset_builds_its_learners_configs(experiment, tmp_path):
     configs = _configs(experiment, tmp_path)  # a config refuses what it cannot run, here
     assert set(configs) == {sweep_variants()[n].algorithm for n in PRESETS[experiment].algorithms}
-    for learner, config in configs.items():  # return weights: weighted BC's alone
+    for learner, config in configs.items():  # return weights: weighted BC's and CVL's alone
         weights = getattr(config, "return_weight_temperature", None)
         if learner == "weighted_bc":  # its screen's T = 0.1 and baseline, and filtered BC's average
             assert experiment in {"mixed", "hard"}
             assert (weights, config.return_weight_baseline) == (0.1, "start_state")
             assert config.policy_ema_tau == 0.001 and config.lr == 1e-3
+        elif learner == "cvl_mc" and experiment in ACTION_CONTRAST:
+            assert (weights, config.return_weight_baseline) == (0.3, "start_state")
+            assert config.return_weight_scope == "all"
         else:
             assert weights is None, learner
     cvl_mc = configs.get("cvl_mc")
@@ -47,5 +51,7 @@ def test_each_preset_builds_its_learners_configs(experiment, tmp_path):
         assert cvl_mc.action_contrast_weight == 1.0
         assert cvl_mc.action_contrast_source == "uniform"
         assert cvl_mc.sampler_mode == "uniform"
+        assert cvl_mc.bc_q_cap and cvl_mc.bc_q_cap_neighbours == 8
     else:
         assert cvl_mc.action_contrast_weight == 0.0
+        assert not cvl_mc.bc_q_cap and cvl_mc.bc_q_cap_neighbours == 0

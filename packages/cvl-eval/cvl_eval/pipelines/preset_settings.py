@@ -119,9 +119,12 @@ def _without(overrides: tuple[str, ...], *prefixes: str) -> tuple[str, ...]:
     return tuple(item for item in overrides if not override_scope(item)[1].startswith(prefixes))
 
 
-PLAIN_CRITIC_OVERRIDES: tuple[str, ...] = _without(MIXED_OVERRIDES, "action_contrast_")
-"""`MIXED_OVERRIDES` with CVL's critic trained by eq. 9-10 alone (no action-contrast term), for
-the presets whose data or comparison the term was not measured on: SAC replay data
+PLAIN_CRITIC_OVERRIDES: tuple[str, ...] = _without(
+    MIXED_OVERRIDES, "action_contrast_", "return_weight_", "bc_q_cap"
+)
+"""`MIXED_OVERRIDES` with CVL's critic trained by eq. 9-10 alone (no action-contrast term) and
+without the return weights and the neighbourhood cap of its policy step, for the presets whose
+data or comparison these were not measured on: SAC replay data
 (``replay``), the pretraining preset (its reward-free stage), and the RFF ablation (CVL with
 and without random features on the same critic objective, the paper's)."""
 

@@ -72,6 +72,10 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
         "action_contrast_weight=1.0",
         "action_contrast_negatives=8",
         'action_contrast_source="uniform"',
+        "return_weight_temperature=0.3",
+        'return_weight_baseline="start_state"',
+        "bc_q_cap=true",
+        "bc_q_cap_neighbours=8",
     ),
     "cvl": (
         "temperature=0.1",
