@@ -56,7 +56,7 @@ def test_train_evaluate_report(data_root, tmp_path, capsys):
 
 def test_quickstart_cli(tmp_path, capsys):
     argv = [
-        "--task", "reach", "--episodes", "1", "--steps", "2", "--hidden", "16", "16",
+        "--task", "reach", "--episodes", "2", "--steps", "2", "--hidden", "16", "16",
         "--batch-size", "8", "--eval-every", "1", "--eval-episodes", "2", "--eval-max-steps", "5",
         "--threads", "1", "--bootstrap-reps", "20", "--no-progress", "--out-dir", str(tmp_path),
     ]  # fmt: skip
@@ -77,6 +77,11 @@ def test_quickstart_cli(tmp_path, capsys):
         (generate, ["--tasks", "reachh"], "unknown environment 'reachh'"),
         (generate, ["--tasks", "MountainCarContinuous-v0"], "scripted experts and pixel datasets"),
         (quickstart, ["--task", "reachh"], "unknown environment 'reachh'"),
+        (
+            quickstart,
+            ["--task", "reach", "--episodes", "1"],
+            "episodes must be >= 2 with CVL's bc_q_cap_neighbours=8",
+        ),
         (evaluate, ["--checkpoint", "NOWHERE"], "no such checkpoint or run folder"),
         (report, ["--runs", "NOWHERE"], "no such run folder"),
     ],

@@ -14,7 +14,14 @@ from cvl_data.errors import DatasetError
 from cvl_data.geometric import sample_truncated_geometric, truncated_geometric_pmf
 from cvl_data.minari_export import export_minari
 from cvl_data.minari_import import import_minari
-from cvl_data.peek import dataset_fingerprint, is_dataset, open_committed, read_spec, recorded_spec
+from cvl_data.peek import (
+    dataset_fingerprint,
+    episode_lengths,
+    is_dataset,
+    open_committed,
+    read_spec,
+    recorded_spec,
+)
 from cvl_data.reader import Dataset, open_dataset
 from cvl_data.replay import ReplayBuffer
 from cvl_data.samplers import ContrastiveSampler, TransitionSampler
@@ -45,6 +52,7 @@ __all__ = [
     "concat_datasets",
     "convert",
     "dataset_fingerprint",
+    "episode_lengths",
     "episode_returns",
     "export_minari",
     "export_npz",

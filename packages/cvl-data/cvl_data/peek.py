@@ -2,6 +2,9 @@
 not know the on-disk layout: whether a folder is a (finished) dataset, its spec from its metadata
 alone, and the episodes of a dataset that is still being written.
 
+`episode_lengths(path)` gives a finished dataset's episode lengths from its offsets file alone,
+for checks that need the episodes' sizes before any work (the policy step's neighbour search).
+
 `dataset_fingerprint(path)` names a finished dataset's content (a hash of its fields' recorded
 checksums), so a run can tell the data it started on from data later put at the same path.
 
@@ -26,7 +29,14 @@ from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layout
 from cvl_data.reader import Dataset, open_dataset, read_meta
 from cvl_data.spec import DatasetSpec
 
-__all__ = ["dataset_fingerprint", "is_dataset", "open_committed", "read_spec", "recorded_spec"]
+__all__ = [
+    "dataset_fingerprint",
+    "episode_lengths",
+    "is_dataset",
+    "open_committed",
+    "read_spec",
+    "recorded_spec",
+]
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
@@ -45,6 +55,37 @@ def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
     return DatasetSpec.from_json(
         read_meta(Path(path)).get("spec"), where=f"{meta_file} (field 'spec')"
     )
+
+
+def episode_lengths(path: str | os.PathLike[str]) -> np.ndarray:
+    """``(E,)`` int64: the steps of each episode of the finished dataset at ``path``, read from
+    its metadata and its episode offsets file only (`open_dataset` checks the rest).
+
+    Raises:
+        DatasetError: no finished dataset there, or an offsets file that is unreadable, of
+            another length than the metadata's ``num_episodes + 1``, or not increasing from 0
+            to ``num_steps``.
+    """
+    meta = read_meta(Path(path))
+    layout = field_layouts(read_spec(path))["episode_offsets"]
+    file = Path(path) / layout.file
+    try:
+        offsets = np.load(file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise DatasetError(f"{file}: unreadable ({error})") from None
+    steps, episodes = meta.get("num_steps"), meta.get("num_episodes")
+    if (
+        offsets.dtype != layout.dtype
+        or offsets.shape != (episodes + 1,)
+        or offsets[0] != 0
+        or offsets[-1] != steps
+        or np.any(np.diff(offsets) < 1)
+    ):
+        raise DatasetError(
+            f"{file}: expected {layout.dtype} offsets increasing from 0 to num_steps={steps}, "
+            f"{episodes} episodes, got dtype {offsets.dtype} shape {offsets.shape}"
+        )
+    return np.diff(np.asarray(offsets, dtype=np.int64))
 
 
 def dataset_fingerprint(path: str | os.PathLike[str]) -> str:

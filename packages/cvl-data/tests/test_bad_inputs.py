@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cvl_data import DatasetError, DatasetWriter, open_dataset
+from cvl_data import DatasetError, DatasetWriter, episode_lengths, open_dataset
 
 LENGTHS = [4, 3, 5]  # 12 steps, 15 observation rows
 
@@ -113,6 +113,18 @@ def test_wrong_dtype(good):
 def test_bad_episode_offsets(good, offsets, why):
     rewrite(good, "episode_offsets", np.array(offsets, dtype=np.int64))
     expect_error(good, str(good / "episode_offsets.npy"), "field 'episode_offsets'", why)
+    with pytest.raises(DatasetError, match=re.escape(str(good / "episode_offsets.npy"))):
+        episode_lengths(good)  # the offsets-only reader refuses them too
+
+
+def test_episode_lengths_from_the_offsets_alone(good):
+    assert episode_lengths(good).tolist() == LENGTHS
+    (good / "episode_offsets.npy").write_bytes(b"not an npy file")
+    with pytest.raises(DatasetError, match=r"episode_offsets.npy: unreadable"):
+        episode_lengths(good)
+    rewrite(good, "episode_offsets", np.array([0, 4, 7, 9, 12], dtype=np.int64))
+    with pytest.raises(DatasetError, match=r"3 episodes, got dtype int64 shape \(5,\)"):
+        episode_lengths(good)  # one offset more than meta.json's num_episodes + 1
 
 
 @pytest.mark.parametrize("field", ["observations", "actions", "rewards"])

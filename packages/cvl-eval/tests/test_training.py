@@ -14,6 +14,7 @@ from cvl_eval.training.config import TrainConfig
 from cvl_eval.training.loop import train
 
 CVL_SMALL = ("latent_dim=8", "num_rff_features=32", "num_action_samples=2")
+CAP = ('policy_extraction="ddpgbc"', "bc_q_cap=true")  # the cap and its DDPG+BC step
 
 
 def _copy(src, dst, has_rewards=True, obs_kind=None):
@@ -259,6 +260,27 @@ def test_reward_free_data_is_fine_for_bc_and_for_cvl_pretraining_only(data, tmp_
             {"dataset": "free", "pretrain_datasets": ("free",)},
             "reward-free data can only serve as pretrain_datasets",
         ),
+        (
+            {"algorithm": "cvl_mc", "overrides": (*CAP, "bc_q_cap_neighbours=61")},
+            "has 60 steps outside its longest episode (3 episodes), but bc_q_cap_neighbours=61",
+        ),
+        (
+            {
+                "overrides": (*CVL_SMALL, *CAP, "bc_q_cap_neighbours=31"),
+                "pretrain_datasets": ("related",),
+                "pretrain_include_target": False,
+            },
+            "the pretraining data has 30 steps outside its longest episode (2 episodes)",
+        ),
+        (
+            {
+                "algorithm": "cvl_mc",
+                "dataset": "pixels",
+                "observations": "auto",
+                "overrides": (*CAP, "bc_q_cap_neighbours=8"),
+            },
+            "holds pixels observations, but bc_q_cap_neighbours=8 searches nearest states",
+        ),
         ({"dataset": "pixels", "observations": "state"}, "is a pixel dataset"),
         ({"observations": "pixels"}, "is a state dataset"),
         ({"pretrain_datasets": ("pixels",)}, "is a pixel dataset"),
@@ -271,7 +293,11 @@ def test_reward_free_data_is_fine_for_bc_and_for_cvl_pretraining_only(data, tmp_
     ],
 )
 def test_bad_configs_fail_before_any_work(data, tmp_path, changes, message):
-    names = {"free": data["target_free"], "pixels": data["fake_pixels"]}
+    names = {
+        "free": data["target_free"],
+        "pixels": data["fake_pixels"],
+        "related": data["related_free"],
+    }
 
     def resolve(value):
         if isinstance(value, tuple):
@@ -284,6 +310,39 @@ def test_bad_configs_fail_before_any_work(data, tmp_path, changes, message):
         train(_config(data, out, **{"observations": "state", **changes}))
     assert message in str(error.value)
     assert not out.exists()
+
+
+def test_neighbour_cap_takes_every_step_outside_the_longest_episode(
+    data, tmp_path, monkeypatch, capsys
+):
+    """The boundary of `check_neighbour_data`: k = the 60 steps outside the longest of three
+    30-step episodes trains (the sampler's exact search agrees), 61 is refused above; a search
+    over `LONG_SEARCH_STEPS` steps or more is announced with its time."""
+    import cvl_eval.training.plan
+
+    monkeypatch.setattr(cvl_eval.training.plan, "LONG_SEARCH_STEPS", 90)  # the target's steps
+    cap = (*CAP, "bc_q_cap_neighbours=60")
+    result = train(_config(data, tmp_path / "run", algorithm="cvl_mc", overrides=cap, steps=2))
+    assert result["steps"] == 2
+    out = capsys.readouterr().out
+    assert "exact search for the 60 nearest steps of other episodes of each of its 90 steps" in out
+    assert "train data: neighbour search done in" in out
+
+
+def test_neighbour_cap_refuses_more_steps_than_it_searches(data, tmp_path, monkeypatch):
+    import cvl_data.neighbours
+
+    monkeypatch.setattr(cvl_data.neighbours, "MAX_NEIGHBOUR_STEPS", 89)  # the target: 90 steps
+    with pytest.raises(ConfigError, match="has 90 steps, but bc_q_cap_neighbours=2 searches"):
+        train(
+            _config(
+                data,
+                tmp_path / "run",
+                algorithm="cvl_mc",
+                overrides=(*CAP, "bc_q_cap_neighbours=2"),
+            )
+        )
+    assert not (tmp_path / "run").exists()
 
 
 def test_existing_run_folders_need_resume_and_the_same_config(data, tmp_path):

@@ -95,7 +95,10 @@ paper: the trained policy) for both CVL estimators, for CVL with RFF 4096 positi
 features (FAVOR+; paper: trigonometric), and for CVL without RFF a critic term that tells the
 data's action apart from 8 uniform actions at the same state and future (paper: no such term;
 `CVLConfig.action_contrast_source`; with it 100% / 100% / 100% success on seeds 0 / 1 / 2, each
-CVL update 1.85x as costly). On the quickstart's own mixture (seeds 0 / 1 / 2, final
+CVL update 1.85x as costly), with anchors drawn by their episode's return advantage over the start
+(T = 0.3) and DDPG+BC's Q term capped at the best Q of the data at the 8 nearest states of other
+episodes (paper: uniform anchors, no cap; with them 100% / 90% success on seeds 0 / 1, seed 2 at
+100% from 5k to 7k steps). On the quickstart's own mixture (seeds 0 / 1 / 2, final
 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
 100% / 80%, the KL form 20% / 80% / 80%, the flow policy 70% / 100% / 100%, DDPG+BC at 0.1
 0% / 80% / 70%; BC 0% on every seed."""
@@ -178,6 +181,23 @@ def _check(config: QuickstartConfig) -> str:
     return task
 
 
+def _check_neighbours(config: QuickstartConfig, overrides: dict[str, Any]) -> None:
+    """The dataset will have ``bc_q_cap_neighbours`` steps outside any one episode (its episodes
+    are Meta-World's 500 steps each), where CVL caps its policy step's Q at each state's nearest
+    steps of other episodes."""
+    from cvl_eval.datagen.behaviours import METAWORLD_EPISODE_STEPS
+
+    k = overrides.get("bc_q_cap_neighbours") or 0
+    others = (config.episodes - 1) * METAWORLD_EPISODE_STEPS
+    if k > others:
+        least = 1 + -(-k // METAWORLD_EPISODE_STEPS)
+        raise ConfigError(
+            f"episodes must be >= {least} with CVL's bc_q_cap_neighbours={k} (the cap searches "
+            f"the {k} nearest steps of other episodes), got {config.episodes}; or add "
+            "bc_q_cap_neighbours=0 to cvl_overrides"
+        )
+
+
 def _train_config(config: QuickstartConfig, task: str, algorithm: str, root: Path) -> TrainConfig:
     return TrainConfig(
         dataset=str(root / "data" / task),
@@ -207,7 +227,7 @@ def quickstart(config: QuickstartConfig = QuickstartConfig()) -> dict[str, Any]:
     algorithms = (config.cvl_algorithm, "bc")
     for algorithm in algorithms:  # bad learner flags or a changed config: fail before work
         train_config = _train_config(config, task, algorithm, root)
-        learner_overrides(train_config)
+        _check_neighbours(config, learner_overrides(train_config))
         check_run_folder(train_config, RunFolder(train_config.out_dir))
     torch.set_num_threads(config.threads)
     stages = _Stages(time.monotonic())

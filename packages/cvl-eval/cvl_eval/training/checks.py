@@ -3,7 +3,8 @@
 `cvl_eval.training.plan.validate` runs them all: the algorithm (`check_algorithm`), numbers in
 range (`check_numbers`), optional loggers installed (`check_loggers`), learner overrides (`learner_overrides`, typed by
 `cvl_eval.training.overrides`), datasets read from their ``meta.json`` only
-(`read_dataset_spec`, `check_kind`, `check_data`), the device (`resolve_device`), the
+(`read_dataset_spec`, `check_kind`, `check_data`; the episode sizes the policy step's
+neighbour search needs, `check_neighbour_data`), the device (`resolve_device`), the
 pretraining budget (`resolve_pretrain_steps`) and the run folder (`check_run_folder`). What an algorithm accepts comes from its learner class's declarations.
 """
 
@@ -13,6 +14,8 @@ import dataclasses
 import math
 import os
 from typing import Any
+
+import numpy as np
 
 from cvl_algos import learner_class, offline_algorithms
 from cvl_algos.pretraining import has_pretraining_phase
@@ -185,6 +188,52 @@ def check_weighted_data(spec: Any, config: TrainConfig, overrides: dict[str, Any
             f"dataset {config.dataset} has no rewards, but return_weight_temperature weighs "
             f"its episodes by return"
         )
+
+
+def check_neighbour_data(
+    spec: Any, config: TrainConfig, overrides: dict[str, Any], pretrain: bool
+) -> None:
+    """Each source the learner samples (the target; with a pretraining phase, ``pretrain``,
+    also the related datasets, with the target when ``pretrain_include_target``) has at least
+    ``bc_q_cap_neighbours`` steps outside its longest episode, where the checked
+    `learner_overrides` cap the policy step's Q at each state's nearest steps of other episodes
+    (`cvl_data.neighbours`), state observations and no more than `MAX_NEIGHBOUR_STEPS` steps.
+    Reads the episode offsets only."""
+    k = overrides.get("bc_q_cap_neighbours") or 0
+    if not k:
+        return
+    if spec.obs_kind != "state":
+        raise ConfigError(
+            f"dataset {config.dataset} holds {spec.obs_kind} observations, but "
+            f"bc_q_cap_neighbours={k} searches nearest states: use state data or 0"
+        )
+    from cvl_data import DatasetError, episode_lengths
+    from cvl_data.neighbours import MAX_NEIGHBOUR_STEPS
+
+    try:
+        target = episode_lengths(config.dataset)
+        related = [episode_lengths(path) for path in config.pretrain_datasets if pretrain]
+    except DatasetError as error:
+        raise ConfigError(str(error)) from None
+    sources = {f"dataset {config.dataset}": target}
+    if related:
+        union = [*related, target] if config.pretrain_include_target else related
+        sources["the pretraining data"] = np.concatenate(union)
+    for name, lengths in sources.items():
+        others = int(lengths.sum() - lengths.max())
+        if lengths.sum() > MAX_NEIGHBOUR_STEPS:
+            raise ConfigError(
+                f"{name} has {int(lengths.sum())} steps, but bc_q_cap_neighbours={k} searches "
+                f"every pair of steps exactly, at most {MAX_NEIGHBOUR_STEPS} steps: use less "
+                "data or bc_q_cap_neighbours=0"
+            )
+        if k > others:
+            raise ConfigError(
+                f"{name} has {others} steps outside its longest episode ({len(lengths)} "
+                f"episodes), but bc_q_cap_neighbours={k} caps each state's Q at its {k} nearest "
+                "steps of other episodes: use more episodes or a smaller bc_q_cap_neighbours "
+                "(0 turns the cap's neighbours off)"
+            )
 
 
 def read_pretrain_specs(spec: Any, config: TrainConfig) -> tuple[Any, ...]:

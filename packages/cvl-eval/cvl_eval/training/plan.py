@@ -9,6 +9,9 @@ learner's `training_data`); `Plan.samplers` builds the samplers the learner asks
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +27,7 @@ from cvl_eval.training.checks import (
     check_data,
     check_kind,
     check_loggers,
+    check_neighbour_data,
     check_numbers,
     check_run_folder,
     check_weighted_data,
@@ -82,7 +86,8 @@ class Plan:
             if source is None:
                 continue
             sampler_seed = int(np.random.SeedSequence([seed, 0x5A, index]).generate_state(1)[0])
-            samplers[name] = learner.make_sampler(source, self.device, sampler_seed)
+            with _announced_search(learner, source, name):
+                samplers[name] = learner.make_sampler(source, self.device, sampler_seed)
         return samplers
 
     def config_record(self, config: TrainConfig) -> dict[str, Any]:
@@ -97,6 +102,29 @@ class Plan:
             "data_identity": self.data_identity,
             "versions": package_versions(RUN_VERSIONS),
         }
+
+
+LONG_SEARCH_STEPS = 100_000
+"""Data from this many steps up has its neighbour search (`cvl_data.neighbours`, one N^2 pass
+when a sampler is built: about 35 s at 100k steps on 2 CPU threads, 15 min at 500k) announced
+with its time, since no bar shows it."""
+
+
+@contextlib.contextmanager
+def _announced_search(learner: Any, source: Any, name: str) -> Iterator[None]:
+    """Prints the start and the time of a long neighbour search while the sampler is built."""
+    k = getattr(learner.config, "bc_q_cap_neighbours", 0)
+    if not k or source.num_steps < LONG_SEARCH_STEPS:
+        yield
+        return
+    print(
+        f"{name} data: the neighbourhood cap's exact search for the {k} nearest steps of other "
+        f"episodes of each of its {source.num_steps} steps (once, N^2 distances) ...",
+        flush=True,
+    )
+    tick = time.monotonic()
+    yield
+    print(f"{name} data: neighbour search done in {time.monotonic() - tick:.0f} s", flush=True)
 
 
 def validate(config: TrainConfig) -> Plan:
@@ -120,6 +148,7 @@ def validate(config: TrainConfig) -> Plan:
     if pixels and not is_metaworld(task):
         raise ConfigError(f"pixel evaluation exists for Meta-World tasks only, not {task}")
     pretrain_steps = resolve_pretrain_steps(learner_cls, config, overrides)
+    check_neighbour_data(spec, config, overrides, pretrain=pretrain_steps > 0)
     label = config.label or config.algorithm
     if (
         config.label is None
