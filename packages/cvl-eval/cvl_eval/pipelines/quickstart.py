@@ -97,9 +97,9 @@ data's action apart from 8 uniform actions at the same state and future (paper: 
 `CVLConfig.action_contrast_source`; with it 100% / 100% / 100% success on seeds 0 / 1 / 2, each
 CVL update 1.85x as costly), with anchors drawn by their episode's return advantage over the start
 (T = 0.3) and DDPG+BC's Q term capped at the best Q of the data at the 8 nearest states of other
-episodes (paper: uniform anchors, no cap; with them 100% / 90% success on seeds 0 / 1, seed 2 at
-100% from 5k to 7k steps). On the quickstart's own mixture (seeds 0 / 1 / 2, final
-10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
+episodes (paper: uniform anchors, no cap; with them 100% / 90% / 100% success on seeds 0 / 1 /
+2, 80% reached at 6k / 7k / 5k steps, 1-3k later than with the term alone). On the quickstart's
+own mixture (seeds 0 / 1 / 2, final 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
 100% / 80%, the KL form 20% / 80% / 80%, the flow policy 70% / 100% / 100%, DDPG+BC at 0.1
 0% / 80% / 70%; BC 0% on every seed."""
 
