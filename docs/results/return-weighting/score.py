@@ -489,3 +489,18 @@ if __name__ == "__main__":
         confirm(root, result, sys.argv[4])
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
+
+
+def compared(scores, arm, tasks):
+    """rliable IQM with 95% CIs of every arm of ``scores`` and P(``arm`` > each other arm),
+    printed and as the JSON files store them."""
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [(arm, other) for other in scores if other != arm])
+    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in scores})
+    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
+    return {
+        "tasks": tasks,
+        "scores": {a: v.tolist() for a, v in scores.items()},
+        "aggregates": agg,
+        "probability_of_improvement": poi,
+    }

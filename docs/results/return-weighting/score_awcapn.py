@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from score import SUFFIX, SUITES, band, run_row, runs_by_key
+from score import compared as compare_arms
 
-from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.envs.expert_scores import normalized_score
 
 HERE = Path(__file__).resolve().parent
@@ -126,19 +126,13 @@ def suite(root, name):
 
 
 def compared(scores, tasks, success):
-    """rliable IQM with 95% CIs of every arm and P(ARM > each other arm), with the bands."""
-    agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [(ARM, other) for other in scores if other != ARM])
-    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in scores})
-    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
-    return {
-        "tasks": tasks,
-        "scores": {a: v.tolist() for a, v in scores.items()},
-        "aggregates": agg,
-        "probability_of_improvement": poi,
-        "reading": {k.split(",")[1]: band(v["point"]) for k, v in poi.items()},
-        "success": success,
+    """`score.compared` for ARM, with the bands and the success rates."""
+    part = compare_arms(scores, ARM, tasks)
+    part["reading"] = {
+        k.split(",")[1]: band(v["point"]) for k, v in part["probability_of_improvement"].items()
     }
+    part["success"] = success
+    return part
 
 
 def main(root, path):

@@ -1,6 +1,7 @@
-"""PREREG.md, twenty-fifth to twenty-seventh amendments: the screens of the neighbourhood cap at
-k = 32 (`awcapn32`) and of the return weights at T = 0.1 under the cap (`awcapn_t01`), and the
-default `awcapn` on the held-out mixtures at seed 2.
+"""PREREG.md, twenty-fifth to twenty-eighth amendments: the screens of the neighbourhood cap at
+k = 32 (`awcapn32`) and of the return weights at T = 0.1 and 0.2 under the cap (`awcapn_t01`,
+`awcapn_t02`), T = 0.1's partial confirmation, and the default `awcapn` on the held-out mixtures at
+seed 2.
 
 python score_screens.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
 
@@ -17,9 +18,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from score import run_row, runs_by_key
+from score import compared, run_row, runs_by_key
 
-from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.envs.expert_scores import normalized_score
 
 HERE = Path(__file__).resolve().parent
@@ -69,6 +69,26 @@ def screen_a(root, arm):
     if run:
         part["reading"] = "keeps the fix" if run.final["success_rate"] >= 0.5 else "loses it"
     print("A", arm, part)
+    return part
+
+
+def screen_d(root, arm):
+    """``arm`` on stitched door-open, seeds 1-2 (where T = 0.1 failed), against `awcapn`."""
+    found = runs_by_key(root, {arm}, ("door-open",), (1, 2)).get(arm, {})
+    rows = {
+        f"door-open (stitch) seed {s}": run_row(found[("door-open", s)])
+        for s in (1, 2)
+        if ("door-open", s) in found
+    }
+    hard = committed("awcapn.json")["hard suite, 10k"]["success"]["awcapn"]
+    part = {"runs": rows, "awcapn success": hard["door-open (stitch)"][1:]}
+    if len(rows) == 2:
+        mean = round(float(np.mean([r["success"] for r in rows.values()])), 3)
+        part["mean_success"] = mean
+        part["reading"] = (
+            "keeps door-open" if mean >= 0.5 else "loses it" if mean <= 0.2 else "part"
+        )
+    print("D", arm, part)
     return part
 
 
@@ -138,20 +158,6 @@ def confirmation_t01(root):
     return out
 
 
-def compared(scores, arm, tasks):
-    """rliable IQM with 95% CIs of every arm and P(``arm`` > each other arm)."""
-    agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [(arm, other) for other in scores if other != arm])
-    print({a: [round(agg[a]["IQM"][x], 2) for x in ("point", "low", "high")] for a in scores})
-    print({k: [round(v[x], 2) for x in ("point", "low", "high")] for k, v in poi.items()})
-    return {
-        "tasks": tasks,
-        "scores": {a: v.tolist() for a, v in scores.items()},
-        "aggregates": agg,
-        "probability_of_improvement": poi,
-    }
-
-
 def main(root, path):
     out = {
         "scored_by": SCORED_BY,
@@ -160,6 +166,10 @@ def main(root, path):
     for arm, what in (("awcapn32", "k = 32"), ("awcapn_t01", "T = 0.1")):
         out[f"screen C, held-out lever-pull and plate-slide, {what}, 10k"] = screen_c(root, arm)
         out[f"screen A, stitched plate-slide, {what}, 20k"] = screen_a(root, arm)
+    out["screen D, stitched door-open seeds 1-2, T = 0.2, 10k"] = screen_d(root, "awcapn_t02")
+    out["screen C, held-out lever-pull and plate-slide, T = 0.2, 10k"] = screen_c(
+        root, "awcapn_t02"
+    )
     part = held_out_3seeds(root)
     if part is not None:
         out["held-out 4 x 3, the default awcapn, 10k"] = part
