@@ -504,3 +504,9 @@ def compared(scores, arm, tasks):
         "aggregates": agg,
         "probability_of_improvement": poi,
     }
+
+
+def committed(name):
+    """The committed JSON file ``name`` beside this script."""
+    with open(Path(__file__).resolve().parent / name) as f:
+        return json.load(f)

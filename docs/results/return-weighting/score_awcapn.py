@@ -15,19 +15,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from score import SUFFIX, SUITES, band, run_row, runs_by_key
+from score import SUFFIX, SUITES, band, committed, run_row, runs_by_key
 from score import compared as compare_arms
 
 from cvl_eval.envs.expert_scores import normalized_score
 
-HERE = Path(__file__).resolve().parent
 ARM = "awcapn"
 SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
-
-
-def committed(name):
-    with open(HERE / name) as f:
-        return json.load(f)
 
 
 def screen(root, key, label, tasks, steps, read):

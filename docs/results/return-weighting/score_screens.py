@@ -18,18 +18,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from score import compared, run_row, runs_by_key
+from score import committed, compared, run_row, runs_by_key
 
 from cvl_eval.envs.expert_scores import normalized_score
 
-HERE = Path(__file__).resolve().parent
 SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
 SCREEN_C = ("lever-pull", "plate-slide")
-
-
-def committed(name):
-    with open(HERE / name) as f:
-        return json.load(f)
 
 
 def held_out_2seeds():

@@ -26,8 +26,9 @@ import numpy as np
 
 from cvl_data.errors import DatasetError
 from cvl_data.layout import HEADER_BYTES, META_FILE, PROGRESS_FILE, field_layouts, partial_path
-from cvl_data.reader import Dataset, open_dataset, read_meta
+from cvl_data.reader import Dataset, load_field, open_dataset, read_meta
 from cvl_data.spec import DatasetSpec
+from cvl_data.validate import check_offsets
 
 __all__ = [
     "dataset_fingerprint",
@@ -59,32 +60,20 @@ def read_spec(path: str | os.PathLike[str]) -> DatasetSpec:
 
 def episode_lengths(path: str | os.PathLike[str]) -> np.ndarray:
     """``(E,)`` int64: the steps of each episode of the finished dataset at ``path``, read from
-    its metadata and its episode offsets file only (`open_dataset` checks the rest).
+    its metadata and its episode offsets file only, with `open_dataset`'s checks of that field
+    (`open_dataset` checks the rest).
 
     Raises:
-        DatasetError: no finished dataset there, or an offsets file that is unreadable, of
-            another length than the metadata's ``num_episodes + 1``, or not increasing from 0
-            to ``num_steps``.
+        DatasetError: no finished dataset there, or an offsets file that is missing, unreadable,
+            of another dtype or length than the metadata records, or not increasing from 0 to
+            ``num_steps``.
     """
-    meta = read_meta(Path(path))
-    layout = field_layouts(read_spec(path))["episode_offsets"]
-    file = Path(path) / layout.file
-    try:
-        offsets = np.load(file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise DatasetError(f"{file}: unreadable ({error})") from None
-    steps, episodes = meta.get("num_steps"), meta.get("num_episodes")
-    if (
-        offsets.dtype != layout.dtype
-        or offsets.shape != (episodes + 1,)
-        or offsets[0] != 0
-        or offsets[-1] != steps
-        or np.any(np.diff(offsets) < 1)
-    ):
-        raise DatasetError(
-            f"{file}: expected {layout.dtype} offsets increasing from 0 to num_steps={steps}, "
-            f"{episodes} episodes, got dtype {offsets.dtype} shape {offsets.shape}"
-        )
+    path = Path(path)
+    meta = read_meta(path)
+    spec = DatasetSpec.from_json(meta.get("spec"), where=f"{path / META_FILE} (field 'spec')")
+    offsets = load_field(path, meta, spec, "episode_offsets")
+    file = path / field_layouts(spec)["episode_offsets"].file
+    check_offsets(np.asarray(offsets), meta["num_steps"], f"{file} (field 'episode_offsets')")
     return np.diff(np.asarray(offsets, dtype=np.int64))
 
 

@@ -152,7 +152,9 @@ def read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _load_field(path: Path, meta: dict[str, Any], spec: DatasetSpec, name: str) -> np.ndarray:
+def load_field(path: Path, meta: dict[str, Any], spec: DatasetSpec, name: str) -> np.ndarray:
+    """Field ``name`` of the dataset at ``path`` as a read-only memory map, checked against its
+    layout and ``meta`` (file, dtype, row shape, rows, recorded shape); contents unchecked."""
     layout = field_layouts(spec)[name]
     entry = meta["fields"].get(name)
     label = f"{path / layout.file} (field '{name}')"
@@ -213,7 +215,7 @@ def open_dataset(path: str | os.PathLike[str], verify: bool = False) -> Dataset:
             f"{path / META_FILE} (field 'fields'): unexpected field(s) {unexpected} for "
             f"has_rewards={spec.has_rewards}"
         )
-    arrays = {name: _load_field(path, meta, spec, name) for name in layouts}
+    arrays = {name: load_field(path, meta, spec, name) for name in layouts}
     expected = {n: (f.file, meta["fields"][n].get("sha256")) for n, f in layouts.items()}
     verify_files(path, expected, full=bool(verify))
 
