@@ -243,9 +243,17 @@ class LearnerBase:
         `TransitionSampler`) from its config (default: none)."""
         return {}
 
-    def make_sampler(self, source: Any, device: str | torch.device, seed: int) -> Any:
+    def make_sampler(
+        self,
+        source: Any,
+        device: str | torch.device,
+        seed: int,
+        search_progress: Callable[[int], None] | None = None,
+    ) -> Any:
         """The `cvl_data` sampler of this learner's batches over ``source`` (any episode source),
-        batches of ``config.batch_size`` on ``device``, its generator seeded with ``seed``."""
+        batches of ``config.batch_size`` on ``device``, its generator seeded with ``seed``.
+        ``search_progress``: the contrastive sampler's neighbour search reports to it
+        (`cvl_data.ContrastiveSampler`); other samplers search nothing."""
         from cvl_data import ContrastiveSampler, TransitionSampler
 
         cfg = self.config
@@ -257,6 +265,7 @@ class LearnerBase:
                 device=device,
                 mode=self.sampler_mode,
                 seed=seed,
+                search_progress=search_progress,
                 **self.sampler_options,
             )
         return TransitionSampler(

@@ -14,6 +14,8 @@ steps are refused rather than left to run for hours.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -35,7 +37,10 @@ def standardised(observations: torch.Tensor) -> torch.Tensor:
 
 
 def nearest_other_episode_steps(
-    observations: torch.Tensor, episode_offsets: np.ndarray, k: int
+    observations: torch.Tensor,
+    episode_offsets: np.ndarray,
+    k: int,
+    progress: Callable[[int], None] | None = None,
 ) -> torch.Tensor:
     """``(N, k)`` int64: for each step, the ``k`` steps of other episodes nearest to it.
 
@@ -45,6 +50,8 @@ def nearest_other_episode_steps(
         episode_offsets: ``(E + 1,)`` int: episode ``e`` holds steps
             ``[episode_offsets[e], episode_offsets[e + 1])``.
         k: neighbours per step, at most the steps outside the longest episode.
+        progress: called after each chunk of queries with the number of steps it searched
+            (the calls sum to N), for a progress bar.
     Returns:
         Step indices ordered from nearest to farthest (among equally near steps, such as the
         shared starts of scripted mixtures, any; the same on every call on one machine).
@@ -79,6 +86,8 @@ def nearest_other_episode_steps(
         score = torch.addmm(key_norms, x[start:stop], x.T, alpha=-2.0)
         _mask_own_episodes(score, start, stop, offsets)
         out[start:stop] = torch.topk(score, int(k), dim=1, largest=False, sorted=True).indices
+        if progress is not None:
+            progress(stop - start)
     return out
 
 

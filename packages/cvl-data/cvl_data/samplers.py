@@ -9,6 +9,7 @@ a seeded `torch.Generator` on that device: no Python loop per sample.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
@@ -155,6 +156,8 @@ class ContrastiveSampler(_DeviceSampler):
             ``neighbour_action_t``, the observations and actions of the ``k`` steps of other
             episodes nearest to each anchor's state (`cvl_data.neighbours`, computed once here;
             flat state observations, ``action_chunk`` 1, ``return_weight_scope`` "all"). 0: none.
+        search_progress: passed to that search, which calls it after each chunk of queries with
+            the number of steps searched (for a progress bar); None: silent.
     """
 
     def __init__(
@@ -172,6 +175,7 @@ class ContrastiveSampler(_DeviceSampler):
         return_weight_baseline: str = "none",
         return_weight_scope: str = "all",
         cap_neighbours: int = 0,
+        search_progress: Callable[[int], None] | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -200,9 +204,13 @@ class ContrastiveSampler(_DeviceSampler):
         self.behaviour_weight: torch.Tensor | None = None
         if behaviour_top_fraction is not None:
             self.behaviour_weight = _top_episode_steps(dataset, behaviour_top_fraction, self.device)
-        self.neighbour_steps = self._neighbour_steps(cap_neighbours, return_weight_scope)
+        self.neighbour_steps = self._neighbour_steps(
+            cap_neighbours, return_weight_scope, search_progress
+        )
 
-    def _neighbour_steps(self, k: int, return_weight_scope: str) -> torch.Tensor | None:
+    def _neighbour_steps(
+        self, k: int, return_weight_scope: str, progress: Callable[[int], None] | None
+    ) -> torch.Tensor | None:
         """``(N, k)`` nearest steps of other episodes (`cap_neighbours`), or None for k = 0."""
         if isinstance(k, bool) or int(k) != k or k < 0:
             raise ValueError(f"cap_neighbours must be an int >= 0, got {k!r}")
@@ -216,7 +224,7 @@ class ContrastiveSampler(_DeviceSampler):
             )
         data = self.data
         observations = data.observations.index_select(0, data.obs_row)
-        return nearest_other_episode_steps(observations, data.episode_offsets, int(k))
+        return nearest_other_episode_steps(observations, data.episode_offsets, int(k), progress)
 
     def _shared_start_steps(self) -> torch.Tensor:
         """``start_groups`` blocks: a uniform step, then steps uniform within its start group."""

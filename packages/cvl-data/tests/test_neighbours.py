@@ -56,6 +56,23 @@ def test_neighbours_match_a_per_step_loop(lengths, dim, k, seed) -> None:
     assert (np.diff(found_dists, axis=1) >= -1e-4).all()
 
 
+@pytest.mark.parametrize("chunk_elements", [1, 37, 1 << 24])
+def test_chunks_agree_and_report_every_step(monkeypatch, chunk_elements) -> None:
+    """Any chunk of queries (one step, 37 // 30 = 1, all 30) gives the same neighbours, and the
+    progress calls count each step once."""
+    import cvl_data.neighbours
+
+    offsets = np.array([0, 7, 8, 19, 30])
+    observations = torch.as_tensor(np.random.default_rng(3).normal(size=(30, 4)))
+    whole = nearest_other_episode_steps(observations, offsets, 3)
+    monkeypatch.setattr(cvl_data.neighbours, "_CHUNK_ELEMENTS", chunk_elements)
+    calls: list[int] = []
+    chunked = nearest_other_episode_steps(observations, offsets, 3, calls.append)
+    assert torch.equal(chunked, whole)
+    assert sum(calls) == 30 and min(calls) >= 1
+    assert len(calls) == (30 if chunk_elements < 60 else 1)
+
+
 def test_constant_dimensions_give_finite_distances() -> None:
     observations = torch.zeros(6, 3)
     observations[:, 1] = torch.arange(6.0)

@@ -317,16 +317,19 @@ def test_neighbour_cap_takes_every_step_outside_the_longest_episode(
 ):
     """The boundary of `check_neighbour_data`: k = the 60 steps outside the longest of three
     30-step episodes trains (the sampler's exact search agrees), 61 is refused above; a search
-    over `LONG_SEARCH_STEPS` steps or more is announced with its time."""
+    over `LONG_SEARCH_STEPS` steps or more shows a bar that ends at the data's steps."""
     import cvl_eval.training.plan
 
     monkeypatch.setattr(cvl_eval.training.plan, "LONG_SEARCH_STEPS", 90)  # the target's steps
     cap = (*CAP, "bc_q_cap_neighbours=60")
-    result = train(_config(data, tmp_path / "run", algorithm="cvl_mc", overrides=cap, steps=2))
+    config = _config(
+        data, tmp_path / "run", algorithm="cvl_mc", overrides=cap, steps=2, progress=True
+    )
+    result = train(config)
     assert result["steps"] == 2
-    out = capsys.readouterr().out
-    assert "exact search for the 60 nearest steps of other episodes of each of its 90 steps" in out
-    assert "train data: neighbour search done in" in out
+    err = capsys.readouterr().err
+    assert "train data: the 60 nearest steps of other episodes: 100%" in err
+    assert "90/90" in err
 
 
 def test_neighbour_cap_refuses_more_steps_than_it_searches(data, tmp_path, monkeypatch):

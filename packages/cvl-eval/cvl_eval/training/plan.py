@@ -10,8 +10,7 @@ learner's `training_data`); `Plan.samplers` builds the samplers the learner asks
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,15 +78,18 @@ class Plan:
         data = learner.training_data(target, related, config.pretrain_include_target)
         return {"train": data.train, "pretrain": data.pretrain if self.pretrain_steps else None}
 
-    def samplers(self, learner: Any, sources: dict[str, Any], seed: int) -> dict[str, Any]:
-        """The learner's samplers (`make_sampler`) over the sources, seeded from ``seed``."""
+    def samplers(
+        self, learner: Any, sources: dict[str, Any], seed: int, progress: bool
+    ) -> dict[str, Any]:
+        """The learner's samplers (`make_sampler`) over the sources, seeded from ``seed``; a
+        neighbour search over `LONG_SEARCH_STEPS` steps or more shows a bar if ``progress``."""
         samplers = {}
         for index, (name, source) in enumerate(sources.items()):
             if source is None:
                 continue
             sampler_seed = int(np.random.SeedSequence([seed, 0x5A, index]).generate_state(1)[0])
-            with _announced_search(learner, source, name):
-                samplers[name] = learner.make_sampler(source, self.device, sampler_seed)
+            with _search_bar(learner, source, name, progress) as report:
+                samplers[name] = learner.make_sampler(source, self.device, sampler_seed, report)
         return samplers
 
     def config_record(self, config: TrainConfig) -> dict[str, Any]:
@@ -105,26 +107,31 @@ class Plan:
 
 
 LONG_SEARCH_STEPS = 100_000
-"""Data from this many steps up has its neighbour search (`cvl_data.neighbours`, one N^2 pass
-when a sampler is built: about 35 s at 100k steps on 2 CPU threads, 15 min at 500k) announced
-with its time, since no bar shows it."""
+"""Data from this many steps up shows a bar over its neighbour search (`cvl_data.neighbours`, one
+N^2 pass when a sampler is built: about 35 s at 100k steps on 2 CPU threads, 15 min at 500k)."""
 
 
 @contextlib.contextmanager
-def _announced_search(learner: Any, source: Any, name: str) -> Iterator[None]:
-    """Prints the start and the time of a long neighbour search while the sampler is built."""
+def _search_bar(
+    learner: Any, source: Any, name: str, progress: bool
+) -> Iterator[Callable[[int], None] | None]:
+    """A tqdm bar (steps/s, ETA) over the neighbourhood cap's search while the sampler of
+    ``source`` is built; yields its update function, or None when the search is short, absent
+    or ``progress`` is off."""
     k = getattr(learner.config, "bc_q_cap_neighbours", 0)
-    if not k or source.num_steps < LONG_SEARCH_STEPS:
-        yield
+    if not (progress and k and source.num_steps >= LONG_SEARCH_STEPS):
+        yield None
         return
-    print(
-        f"{name} data: the neighbourhood cap's exact search for the {k} nearest steps of other "
-        f"episodes of each of its {source.num_steps} steps (once, N^2 distances) ...",
-        flush=True,
-    )
-    tick = time.monotonic()
-    yield
-    print(f"{name} data: neighbour search done in {time.monotonic() - tick:.0f} s", flush=True)
+    from tqdm import tqdm
+
+    with tqdm(
+        total=source.num_steps,
+        desc=f"{name} data: the {k} nearest steps of other episodes",
+        unit="step",
+        dynamic_ncols=True,
+        mininterval=0.5,
+    ) as bar:
+        yield bar.update
 
 
 def validate(config: TrainConfig) -> Plan:

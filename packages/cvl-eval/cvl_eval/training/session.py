@@ -179,7 +179,7 @@ def start_session(config: TrainConfig, plan: Plan, run: RunFolder) -> Session:
             **plan.overrides,
         )
         trainer = None
-    samplers = plan.samplers(learner, plan.sources(config, learner), config.seed)
+    samplers = plan.samplers(learner, plan.sources(config, learner), config.seed, config.progress)
     wall_before = 0.0
     last_eval = None
     if trainer is not None:
