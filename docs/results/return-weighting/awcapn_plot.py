@@ -14,15 +14,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-folder = Path(sys.argv[1])
-ours = json.loads((folder / "awcapn.json").read_text())
-capn = json.loads((folder / "capn.json").read_text())
 NAMES = {  # label in the JSON files: (name in the figure, colour)
     "awcapn": ("return weights + neighbourhood cap", "tab:green"),
     "aw03": ("return weights (aw03)", "tab:purple"),
     "uneg": ("the term (presets)", "tab:blue"),
     "capnu": ("the term + neighbourhood cap", "tab:olive"),
     "filtered_bc": ("filtered BC", "tab:gray"),
+    "awcapn_t02": ("return weights at T = 0.2 + neighbourhood cap", "tab:red"),
 }
 
 
@@ -45,27 +43,43 @@ def by_dataset(part):
     return {label: np.asarray(m).T.tolist() for label, m in part["scores"].items()}
 
 
-fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), gridspec_kw={"width_ratios": [1.2, 2.2, 3.2]})
-stitched = {"awcapn": ours["screen A, stitched plate-slide, 20k"]["runs"]}
-old = capn["stitched plate-slide, scored at 20k"]["runs"]
-stitched.update({"aw03": old["aw03s20k"], "uneg": old["unegs20k"], "capnu": old["capnus20k"]})
-per_seed = {label: [[r["normalized"] for r in runs.values()]] for label, runs in stitched.items()}
-bars(axes[0], ["plate-slide"], per_seed, "stitched plate-slide, 20k")
-held = ours["held-out 4 x 2, 10k"]
-bars(axes[1], [t.removesuffix("-v3") for t in held["tasks"]], by_dataset(held),
-     "held-out mixtures, 10k (dots: seeds 0 and 1)")  # fmt: skip
-suites = [ours[k] for k in ("hard suite, 10k", "mixed suite, 10k") if k in ours]
-if suites:
-    keys = [d.replace(" (", "\n(") for part in suites for d in part["tasks"]]
-    joined = {
-        label: sum((by_dataset(p)[label] for p in suites), []) for label in suites[0]["scores"]
+def figure(stitched, ours, out):
+    """Three panels: ``stitched`` ({label: {run: row}}, stitched plate-slide at 20k), the held-out
+    4 x 2 and both suites of ``ours`` (a scorer's JSON) -> ``out``."""
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.2), gridspec_kw={"width_ratios": [1.2, 2.2, 3.2]})
+    per_seed = {
+        label: [[r["normalized"] for r in runs.values()]] for label, runs in stitched.items()
     }
-    bars(axes[2], keys, joined, "both suites, 10k (dots: seeds 0-2)")
-for ax in axes:
-    ax.axhline(1.0, color="k", lw=0.5, ls=":")
-axes[0].set_ylabel("expert-normalised return, last 3 evaluations pooled")
-handles = {n: h for ax in axes for h, n in zip(*ax.get_legend_handles_labels())}
-fig.legend(handles.values(), handles.keys(), fontsize=8, loc="upper center", ncol=len(handles))
-fig.tight_layout(rect=(0, 0, 1, 0.93))
-fig.savefig(folder / "awcapn.png", dpi=110)
-print(folder / "awcapn.png")
+    bars(axes[0], ["plate-slide"], per_seed, "stitched plate-slide, 20k")
+    if "held-out 4 x 2, 10k" in ours:
+        held = ours["held-out 4 x 2, 10k"]
+        bars(axes[1], [t.removesuffix("-v3") for t in held["tasks"]], by_dataset(held),
+             "held-out mixtures, 10k (dots: seeds 0 and 1)")  # fmt: skip
+    suites = [ours[k] for k in ("hard suite, 10k", "mixed suite, 10k") if k in ours]
+    if suites:
+        keys = [d.replace(" (", "\n(") for part in suites for d in part["tasks"]]
+        joined = {
+            label: sum((by_dataset(p)[label] for p in suites), []) for label in suites[0]["scores"]
+        }
+        bars(axes[2], keys, joined, "both suites, 10k (dots: seeds 0-2)")
+    for ax in axes:
+        ax.axhline(1.0, color="k", lw=0.5, ls=":")
+    axes[0].set_ylabel("expert-normalised return, last 3 evaluations pooled")
+    handles = {n: h for ax in axes for h, n in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), fontsize=8, loc="upper center", ncol=len(handles))
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(out, dpi=110)
+    print(out)
+
+
+def main(folder):
+    ours = json.loads((folder / "awcapn.json").read_text())
+    capn = json.loads((folder / "capn.json").read_text())
+    stitched = {"awcapn": ours["screen A, stitched plate-slide, 20k"]["runs"]}
+    old = capn["stitched plate-slide, scored at 20k"]["runs"]
+    stitched.update({"aw03": old["aw03s20k"], "uneg": old["unegs20k"], "capnu": old["capnus20k"]})
+    figure(stitched, ours, folder / "awcapn.png")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,120 @@
+"""PREREG.md, twenty-ninth amendment: the confirmation of `awcapn_t02` (the return weights at
+T = 0.2 under the neighbourhood cap) against the default `awcapn` (T = 0.3).
+
+python score_t02.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
+
+The new arm's runs are read from RUNS (labels: `awcapn_t02` on the held-out mixtures and the
+stitch data, + "n" on the noisy data, + "m" on the mixed suite, + "s20k" on stitched plate-slide
+at 20k); the default's are the committed per-run scores of `awcapn.json` (same machine and
+snapshot), with the term `uneg` and `aw03` beside it. Test A's runs and reading; the held-out
+4 x 2 and each suite 4 x 3 when all their runs exist (rliable IQM with 95% CIs, P(`awcapn_t02` >
+each)); a suite with missing runs at the seeds where all its runs exist, marked partial; and the
+amendment's verdict.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from score import SUFFIX, SUITES, committed, compared, run_row, runs_by_key
+
+from cvl_eval.envs.expert_scores import normalized_score
+
+ARM, DEFAULT = "awcapn_t02", "awcapn"
+SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+
+
+def test_a(root):
+    """Stitched plate-slide, seeds 0 and 1, scored at 20k: passes if the mean success >= 0.5."""
+    found = runs_by_key(root, {ARM + "s20k"}, ("plate-slide",), (0, 1), 20000)
+    found = found.get(ARM + "s20k", {})
+    rows = {
+        f"plate-slide seed {s}": run_row(found[("plate-slide", s)])
+        for s in (0, 1)
+        if ("plate-slide", s) in found
+    }
+    default = committed("awcapn.json")["screen A, stitched plate-slide, 20k"]
+    part = {"runs": rows, f"{DEFAULT} mean success": default["mean_success"]}
+    if len(rows) == 2:
+        part["mean_success"] = round(float(np.mean([r["success"] for r in rows.values()])), 3)
+        part["reading"] = "passes" if part["mean_success"] >= 0.5 else "fails"
+    print("A", part)
+    return part
+
+
+def scored(root, key, datasets, seeds):
+    """The committed arms of ``awcapn.json[key]`` beside ``ARM``'s runs (``datasets``: column
+    name -> (task, label)) at the seeds where all its runs exist; None if no seed has them."""
+    ref = committed("awcapn.json")[key]
+    assert ref["tasks"] == list(datasets), (ref["tasks"], list(datasets))
+    labels = {label for _, label in datasets.values()}
+    found = runs_by_key(root, labels, {t for t, _ in datasets.values()}, seeds)
+    run = {
+        (k, s): found.get(label, {}).get((task, s))
+        for k, (task, label) in datasets.items()
+        for s in seeds
+    }
+    full = [s for s in seeds if all(run[(k, s)] for k in datasets)]
+    if not full:
+        return None
+    mine = [
+        [normalized_score(run[(k, s)].task, run[(k, s)].final["mean_return"]) for k in datasets]
+        for s in full
+    ]
+    rows = [seeds.index(s) for s in full]
+    scores = {ARM: np.asarray(mine), **{a: np.asarray(v)[rows] for a, v in ref["scores"].items()}}
+    part = {"seeds": full, "complete": full == list(seeds)}
+    part.update(compared(scores, ARM, list(datasets)))
+    part["success"] = {
+        ARM: {k: [round(run[(k, s)].final["success_rate"], 3) for s in full] for k in datasets},
+        DEFAULT: ref["success"][DEFAULT],
+    }
+    return part
+
+
+def main(root, path):
+    held = committed("awcapn.json")["held-out 4 x 2, 10k"]["tasks"]
+    parts = {
+        "test A, stitched plate-slide, 20k": test_a(root),
+        "held-out 4 x 2, 10k": scored(
+            root, "held-out 4 x 2, 10k", {t: (t.removesuffix("-v3"), ARM) for t in held}, [0, 1]
+        ),
+        **{
+            f"{name} suite, 10k": scored(
+                root,
+                f"{name} suite, 10k",
+                {k: (task, ARM + SUFFIX[kind]) for k, (task, kind) in SUITES[name].items()},
+                [0, 1, 2],
+            )
+            for name in ("hard", "mixed")
+        },
+    }
+    out = {
+        "scored_by": SCORED_BY,
+        "compared runs": "all AMD EPYC, 7e69886 packages",
+        **{k: v for k, v in parts.items() if v is not None},
+    }
+    points = {
+        k: v["probability_of_improvement"][f"{ARM},{DEFAULT}"]["point"]
+        for k, v in parts.items()
+        if v is not None and "probability_of_improvement" in v
+    }
+    complete = all(v is not None and v.get("complete", "reading" in v) for v in parts.values())
+    moves = (
+        complete
+        and parts["test A, stitched plate-slide, 20k"]["reading"] == "passes"
+        and all(p >= 0.5 for p in points.values())
+    )
+    out["verdict"] = {
+        f"P({ARM} > {DEFAULT})": points,
+        "complete": complete,
+        "default moves to T = 0.2": moves,
+    }
+    print(out["verdict"])
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
