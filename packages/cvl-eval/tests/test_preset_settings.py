@@ -40,7 +40,7 @@ def test_each_preset_builds_its_learners_configs(experiment, tmp_path):
             assert (weights, config.return_weight_baseline) == (0.1, "start_state")
             assert config.policy_ema_tau == 0.001 and config.lr == 1e-3
         elif learner == "cvl_mc" and experiment in ACTION_CONTRAST:
-            assert (weights, config.return_weight_baseline) == (0.3, "start_state")
+            assert (weights, config.return_weight_baseline) == (0.2, "start_state")
             assert config.return_weight_scope == "all"
         else:
             assert weights is None, learner
