@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 NAMES = {  # label in the JSON files: (name in the figure, colour)
-    "awcapn": ("return weights + neighbourhood cap", "tab:green"),
+    "awcapn": ("return weights (T = 0.3) + neighbourhood cap", "tab:green"),
     "aw03": ("return weights (aw03)", "tab:purple"),
     "uneg": ("the term (presets)", "tab:blue"),
     "capnu": ("the term + neighbourhood cap", "tab:olive"),
