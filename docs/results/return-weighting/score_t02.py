@@ -9,7 +9,8 @@ at 20k); the default's are the committed per-run scores of `awcapn.json` (same m
 snapshot), with the term `uneg` and `aw03` beside it. Test A's runs and reading; the held-out
 4 x 2 and each suite 4 x 3 when all their runs exist (rliable IQM with 95% CIs, P(`awcapn_t02` >
 each)); a suite with missing runs at the seeds where all its runs exist, marked partial; and the
-amendment's verdict.
+amendment's verdict. Then the thirtieth amendment: the held-out 4 x 3 when the seed-2 runs exist,
+against `awcapn`, the term and `aw03` over seeds 0-2 as `screens.json` holds them.
 """
 
 import json
@@ -73,6 +74,25 @@ def scored(root, key, datasets, seeds):
     return part
 
 
+def held_out_3seeds(root):
+    """``ARM`` over the held-out 4 x 3 against the arms of `screens.json`'s 4 x 3, or None."""
+    ref = committed("screens.json")["held-out 4 x 3, the default awcapn, 10k"]
+    names = [t.removesuffix("-v3") for t in ref["tasks"]]
+    found = runs_by_key(root, {ARM}, names, (0, 1, 2)).get(ARM, {})
+    if len(found) < 12:
+        return None
+    mine = [
+        [normalized_score(f"{t}-v3", found[(t, s)].final["mean_return"]) for t in names]
+        for s in (0, 1, 2)
+    ]
+    scores = {ARM: np.asarray(mine), **{a: np.asarray(v) for a, v in ref["scores"].items()}}
+    part = {"seed 2 runs": {t: run_row(found[(t, 2)]) for t in names}}
+    part.update(compared(scores, ARM, ref["tasks"]))
+    point = part["probability_of_improvement"][f"{ARM},{DEFAULT}"]["point"]
+    part["reading"] = "stands" if point >= 0.5 else "not confirmed at three seeds"
+    return part
+
+
 def main(root, path):
     held = committed("awcapn.json")["held-out 4 x 2, 10k"]["tasks"]
     parts = {
@@ -112,6 +132,10 @@ def main(root, path):
         "default moves to T = 0.2": moves,
     }
     print(out["verdict"])
+    three = held_out_3seeds(root)
+    if three is not None:
+        out["held-out 4 x 3, 10k (thirtieth amendment)"] = three
+        print("held-out 4 x 3", three["reading"])
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
 
