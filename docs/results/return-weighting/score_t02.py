@@ -10,7 +10,8 @@ snapshot), with the term `uneg` and `aw03` beside it. Test A's runs and reading;
 4 x 2 and each suite 4 x 3 when all their runs exist (rliable IQM with 95% CIs, P(`awcapn_t02` >
 each)); a suite with missing runs at the seeds where all its runs exist, marked partial; and the
 amendment's verdict. Then the thirtieth amendment: the held-out 4 x 3 when the seed-2 runs exist,
-against `awcapn`, the term and `aw03` over seeds 0-2 as `screens.json` holds them.
+against `awcapn`, the term and `aw03` over seeds 0-2 as `screens.json` holds them. Then the
+thirty-first amendment's screen: the drawer-open mixture at 20k, seeds 0 and 2, read at 10k and 20k.
 """
 
 import json
@@ -93,6 +94,22 @@ def held_out_3seeds(root):
     return part
 
 
+def drawer_20k(root):
+    """``ARM`` + ``m20k`` on the drawer-open mixture, seeds 0 and 2, scored at 10k and at 20k
+    ("speed only" at 20k if the mean success >= 0.9, "a loss" if <= 0.6), or None."""
+    label, part = ARM + "m20k", {}
+    for steps in (10000, 20000):
+        found = runs_by_key(root, {label}, ("drawer-open",), (0, 2), steps).get(label, {})
+        if len(found) < 2:
+            return None
+        rows = {f"seed {s}": run_row(found[("drawer-open", s)]) for s in (0, 2)}
+        mean = round(float(np.mean([r["success"] for r in rows.values()])), 3)
+        part[f"at {steps // 1000}k"] = {"runs": rows, "mean_success": mean}
+    mean = part["at 20k"]["mean_success"]
+    part["reading"] = "speed only" if mean >= 0.9 else "a loss" if mean <= 0.6 else "part"
+    return part
+
+
 def main(root, path):
     held = committed("awcapn.json")["held-out 4 x 2, 10k"]["tasks"]
     parts = {
@@ -136,6 +153,10 @@ def main(root, path):
     if three is not None:
         out["held-out 4 x 3, 10k (thirtieth amendment)"] = three
         print("held-out 4 x 3", three["reading"])
+    drawer = drawer_20k(root)
+    if drawer is not None:
+        out["drawer-open mixture, 20k (thirty-first amendment)"] = drawer
+        print("drawer-open mixture 20k", drawer)
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
 
