@@ -56,6 +56,13 @@ def runs_by_key(root, labels, tasks, seeds, steps=10000):
     return found
 
 
+def score_matrix(runs, keys, seeds):
+    """``(seeds, keys)`` expert-normalised returns of ``runs`` ({(key, seed): run})."""
+    return np.asarray(
+        [[normalized_score(runs[(k, s)].task, runs[(k, s)].final["mean_return"]) for k in keys]
+         for s in seeds])  # fmt: skip
+
+
 def run_row(run):
     """A run's pooled success and normalised return, rounded as the JSON files store them."""
     norm = normalized_score(run.task, run.final["mean_return"])

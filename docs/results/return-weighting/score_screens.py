@@ -18,9 +18,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from score import committed, compared, run_row, runs_by_key
-
-from cvl_eval.envs.expert_scores import normalized_score
+from score import committed, compared, run_row, runs_by_key, score_matrix
 
 SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
 SCREEN_C = ("lever-pull", "plate-slide")
@@ -98,10 +96,8 @@ def held_out_3seeds(root):
     ref = committed("scores_3seeds.json")["held-out"]
     assert ref["tasks"] == tasks, (ref["tasks"], tasks)
     scores = {a: np.asarray(ref["scores"][a]) for a in ("uneg", "aw03")}
-    seed2 = [
-        normalized_score(found[(t, 2)].task, found[(t, 2)].final["mean_return"]) for t in names
-    ]
-    scores = {"awcapn": np.vstack([two["awcapn"], np.asarray([seed2])]), **scores}
+    seed2 = score_matrix(found, names, (2,))
+    scores = {"awcapn": np.vstack([two["awcapn"], seed2]), **scores}
     part = {"seed 2 runs": rows, **compared(scores, "awcapn", tasks)}
     point = part["probability_of_improvement"]["awcapn,uneg"]["point"]
     part["reading"] = "stands" if point >= 0.5 else "not confirmed at three seeds"
@@ -118,11 +114,7 @@ def confirmation_t01(root):
     names = [t.removesuffix("-v3") for t in tasks]
     found = runs_by_key(root, {arm}, names, (0, 1)).get(arm, {})
     if len(found) == 8:
-        mine = [
-            [normalized_score(f"{t}-v3", found[(t, s)].final["mean_return"]) for t in names]
-            for s in (0, 1)
-        ]
-        scores = {arm: np.asarray(mine), **scores}
+        scores = {arm: score_matrix(found, names, (0, 1)), **scores}
         out["held-out 4 x 2, 10k"] = compared(scores, arm, tasks)
         out["held-out 4 x 2, 10k"]["success"] = {
             t: [round(found[(t, s)].final["success_rate"], 3) for s in (0, 1)] for t in names
@@ -134,19 +126,14 @@ def confirmation_t01(root):
     if seeds:
         rows = {f"{t} (stitch) seed {s}": run_row(found[(t, s)]) for t in stitch for s in seeds}
         columns = [hard["tasks"].index(f"{t} (stitch)") for t in stitch]
-        mine = [
-            [normalized_score(f"{t}-v3", found[(t, s)].final["mean_return"]) for t in stitch]
-            for s in seeds
-        ]
+        mine = score_matrix(found, stitch, seeds)
         ref = {a: np.asarray(hard["scores"][a])[seeds][:, columns] for a in ("awcapn", "uneg")}
         part = {"seeds": seeds, "runs": rows}
         if len(seeds) >= 2:
-            part.update(
-                compared({arm: np.asarray(mine), **ref}, arm, [f"{t} (stitch)" for t in stitch])
-            )
+            part.update(compared({arm: mine, **ref}, arm, [f"{t} (stitch)" for t in stitch]))
         else:
             part["mean normalized"] = {
-                a: round(float(v.mean()), 3) for a, v in {arm: np.asarray(mine), **ref}.items()
+                a: round(float(v.mean()), 3) for a, v in {arm: mine, **ref}.items()
             }
         out["hard suite, stitched half (partial), 10k"] = part
     return out

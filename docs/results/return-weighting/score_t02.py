@@ -19,9 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from score import SUFFIX, SUITES, committed, compared, run_row, runs_by_key
-
-from cvl_eval.envs.expert_scores import normalized_score
+from score import SUFFIX, SUITES, committed, compared, run_row, runs_by_key, score_matrix
 
 ARM, DEFAULT = "awcapn_t02", "awcapn"
 SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
@@ -60,12 +58,11 @@ def scored(root, key, datasets, seeds):
     full = [s for s in seeds if all(run[(k, s)] for k in datasets)]
     if not full:
         return None
-    mine = [
-        [normalized_score(run[(k, s)].task, run[(k, s)].final["mean_return"]) for k in datasets]
-        for s in full
-    ]
     rows = [seeds.index(s) for s in full]
-    scores = {ARM: np.asarray(mine), **{a: np.asarray(v)[rows] for a, v in ref["scores"].items()}}
+    scores = {
+        ARM: score_matrix(run, datasets, full),
+        **{a: np.asarray(v)[rows] for a, v in ref["scores"].items()},
+    }
     part = {"seeds": full, "complete": full == list(seeds)}
     part.update(compared(scores, ARM, list(datasets)))
     part["success"] = {
@@ -82,11 +79,10 @@ def held_out_3seeds(root):
     found = runs_by_key(root, {ARM}, names, (0, 1, 2)).get(ARM, {})
     if len(found) < 12:
         return None
-    mine = [
-        [normalized_score(f"{t}-v3", found[(t, s)].final["mean_return"]) for t in names]
-        for s in (0, 1, 2)
-    ]
-    scores = {ARM: np.asarray(mine), **{a: np.asarray(v) for a, v in ref["scores"].items()}}
+    scores = {
+        ARM: score_matrix(found, names, (0, 1, 2)),
+        **{a: np.asarray(v) for a, v in ref["scores"].items()},
+    }
     part = {"seed 2 runs": {t: run_row(found[(t, 2)]) for t in names}}
     part.update(compared(scores, ARM, ref["tasks"]))
     point = part["probability_of_improvement"][f"{ARM},{DEFAULT}"]["point"]
