@@ -1,0 +1,169 @@
+"""PREREG.md, thirty-second and thirty-third amendments: the presets' default (`awcapn_t02`) on
+the held-out mixtures at 20k, and `awcapn32_t02` (T = 0.2 with the cap over 32 neighbours).
+
+python score_held_out.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
+
+Thirty-second: `awcapn_t02_20k` over the held-out 4 x 2, scored at 20k against `aw03` and filtered
+BC at 20k as `steps20k.json` holds them (rliable IQM with 95% CIs, P(improvement), the reading),
+and the same runs scored at 10k beside the 10k runs of `t02.json` (equal if training does not
+depend on the step budget). Thirty-third: screen C of `awcapn32_t02` (held-out lever-pull and
+plate-slide, seeds 0 and 1) against the committed screen means, and, when they exist, screen A
+(stitched plate-slide seed 0 at 20k) and the held-out 4 x 2 against `awcapn_t02`. Thirty-fourth:
+`awcapn_t02s20k` on stitched plate-slide and plate-slide-side x seeds 0-2, scored at 20k and 10k,
+against IQL, BC and weighted BC of `stitch20k.json` (rliable IQM, P(improvement), mean success).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from score import committed, compared, run_row, runs_by_key, score_matrix
+
+DEFAULT, K32 = "awcapn_t02", "awcapn32_t02"
+LONG = DEFAULT + "_20k"
+SCORED_BY = "last 3 evaluations up to the step named in each key, pooled (30 episodes)"
+
+
+def held_out_20k(root):
+    """The thirty-second amendment, or None until all 8 runs exist."""
+    ref = committed("steps20k.json")["held-out"]
+    names = [t.removesuffix("-v3") for t in ref["tasks"]]
+    part = {}
+    for steps in (20000, 10000):
+        found = runs_by_key(root, {LONG}, names, (0, 1), steps).get(LONG, {})
+        if len(found) < 8:
+            return None
+        part[f"at {steps // 1000}k"] = score_matrix(found, names, (0, 1))
+        runs = {f"{t} seed {s}": run_row(found[(t, s)]) for s in (0, 1) for t in names}
+        part[f"runs at {steps // 1000}k"] = runs
+    at_10k = np.asarray(committed("t02.json")["held-out 4 x 2, 10k"]["scores"][DEFAULT])
+    part["10k equals the 10k runs"] = bool(np.allclose(part.pop("at 10k"), at_10k, atol=1e-9))
+    scores = {LONG: part.pop("at 20k"), **{a: np.asarray(v) for a, v in ref["scores"].items()}}
+    part.update(compared(scores, LONG, ref["tasks"]))
+    point = part["probability_of_improvement"][f"{LONG},filtered_bc20k"]["point"]
+    part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
+    return part
+
+
+def screen(root, label, task, seeds, steps):
+    """``label``'s runs on ``task`` x ``seeds`` scored at ``steps``, or None until all exist."""
+    found = runs_by_key(root, {label}, (task,), seeds, steps).get(label, {})
+    if len(found) < len(seeds):
+        return None
+    return {f"{task} seed {s}": run_row(found[(task, s)]) for s in seeds}
+
+
+def screen_c(root):
+    """Screen C of ``K32``: "recovers" if the mean normalised score >= 0.78, "no gain" if
+    <= 0.71, otherwise "part" (the twenty-fifth amendment's bands), or None."""
+    rows = {}
+    for task in ("lever-pull", "plate-slide"):
+        found = screen(root, K32, task, (0, 1), 10000)
+        if found is None:
+            return None
+        rows.update(found)
+    mean = round(float(np.mean([r["normalized"] for r in rows.values()])), 3)
+    screens = committed("screens.json")
+    k32 = screens["screen C, held-out lever-pull and plate-slide, k = 32, 10k"]
+    t02 = screens["screen C, held-out lever-pull and plate-slide, T = 0.2, 10k"]
+    reference = {
+        "awcapn (k = 8, T = 0.3)": k32["committed means"]["awcapn"],
+        "awcapn32 (k = 32, T = 0.3)": k32["mean_normalized"],
+        "awcapn_t02 (k = 8, T = 0.2)": t02["mean_normalized"],
+        "aw03": k32["committed means"]["aw03"],
+    }
+    reading = "recovers" if mean >= 0.78 else "no gain" if mean <= 0.71 else "part"
+    return {"runs": rows, "committed means": reference, "mean_normalized": mean, "reading": reading}
+
+
+def k32_rest(root):
+    """Screen A and the held-out 4 x 2 of ``K32`` against ``DEFAULT`` (`t02.json`), each None
+    until its runs exist."""
+    parts = {}
+    a = screen(root, K32 + "s20k", "plate-slide", (0,), 20000)
+    if a is not None:
+        success = a["plate-slide seed 0"]["success"]
+        parts["screen A, stitched plate-slide seed 0, 20k"] = {
+            "runs": a,
+            "reading": "keeps the fix" if success >= 0.5 else "loses the fix",
+        }
+    ref = committed("t02.json")["held-out 4 x 2, 10k"]
+    names = [t.removesuffix("-v3") for t in ref["tasks"]]
+    found = runs_by_key(root, {K32}, names, (0, 1)).get(K32, {})
+    if len(found) == 8:
+        scores = {K32: score_matrix(found, names, (0, 1))}
+        scores.update({a: np.asarray(ref["scores"][a]) for a in (DEFAULT, "aw03", "filtered_bc")})
+        parts["held-out 4 x 2, 10k"] = compared(scores, K32, ref["tasks"])
+    return parts
+
+
+STITCHED = ("plate-slide", "plate-slide-side")
+STITCH_ARMS = {"iqls20k": "IQL", "bc_s20k": "BC", "awbc01s20k": "weighted BC"}
+
+
+def stitched_20k(root):
+    """The thirty-fourth amendment at 20k and 10k, or None until all 6 runs exist."""
+    label, seeds, part = DEFAULT + "s20k", (0, 1, 2), {}
+    for steps in (20000, 10000):
+        found = runs_by_key(root, {label}, STITCHED, seeds, steps).get(label, {})
+        if len(found) < 6:
+            return None
+        ref = committed("stitch20k.json")[f"scored at {steps // 1000}k"]["runs"]
+        scores = {DEFAULT: score_matrix(found, STITCHED, seeds)}
+        for arm in STITCH_ARMS:
+            runs = ref[arm]
+            scores[arm] = np.asarray(
+                [[runs[f"{t} seed {s}"]["normalized"] for t in STITCHED] for s in seeds]
+            )
+        success = {
+            t: round(float(np.mean([found[(t, s)].final["success_rate"] for s in seeds])), 3)
+            for t in STITCHED
+        }
+        key = f"at {steps // 1000}k"
+        part[key] = compared(scores, DEFAULT, list(STITCHED))
+        part[key]["runs"] = {
+            f"{t} seed {s}": run_row(found[(t, s)]) for t in STITCHED for s in seeds
+        }
+        part[key]["mean success"] = {
+            DEFAULT: success,
+            **{
+                arm: {
+                    t: round(
+                        float(np.mean([ref[arm][f"{t} seed {s}"]["success"] for s in seeds])), 3
+                    )
+                    for t in STITCHED
+                }
+                for arm in STITCH_ARMS
+            },
+        }
+    at_20k = part["at 20k"]["mean success"][DEFAULT]
+    failed = [t for t, v in at_20k.items() if v < 0.8]
+    part["reading"] = "solves both" if not failed else f"below 0.8 success: {failed}"
+    part["arms"] = STITCH_ARMS
+    return part
+
+
+def main(root, path):
+    out = {"scored_by": SCORED_BY, "compared runs": "AMD EPYC, 7e69886 packages, unless named"}
+    long = held_out_20k(root)
+    if long is not None:
+        long["compared with"] = "aw03_20k and filtered_bc20k of steps20k.json (Intel Xeon)"
+        out["held-out 4 x 2, 20k (thirty-second amendment)"] = long
+        print("held-out 20k:", long["reading"], "| 10k equal:", long["10k equals the 10k runs"])
+    c = screen_c(root)
+    if c is not None:
+        out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c
+        print("screen C:", c["mean_normalized"], c["reading"])
+        out.update({f"{k} (k = 32, T = 0.2)": v for k, v in k32_rest(root).items()})
+    stitched = stitched_20k(root)
+    if stitched is not None:
+        stitched["compared with"] = "iqls20k, bc_s20k, awbc01s20k of stitch20k.json (Intel Xeon)"
+        out["held-out stitched tasks 2 x 3, 20k (thirty-fourth amendment)"] = stitched
+        print("stitched:", stitched["reading"])
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])
