@@ -3,6 +3,9 @@ the held-out mixtures at 20k, and `awcapn32_t02` (T = 0.2 with the cap over 32 n
 
 python score_held_out.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
 
+First, from committed files only: the default over the held-out 4 x 3 at 10k (`t02.json`) against
+filtered BC and BC with the weights at T = 0.1 over the same mixtures and seeds (`control.json`).
+
 Thirty-second: `awcapn_t02_20k` over the held-out 4 x 2, scored at 20k against `aw03` and filtered
 BC at 20k as `steps20k.json` holds them (rliable IQM with 95% CIs, P(improvement), the reading),
 and the same runs scored at 10k beside the 10k runs of `t02.json` (equal if training does not
@@ -144,8 +147,22 @@ def stitched_20k(root):
     return part
 
 
+def against_filtered_bc():
+    """The default over the held-out 4 x 3 at 10k (`t02.json`) against filtered BC and BC with the
+    weights at T = 0.1 over the same mixtures and seeds (`control.json`, Intel Xeon)."""
+    ours = committed("t02.json")["held-out 4 x 3, 10k (thirtieth amendment)"]
+    ref = committed("control.json")["held-out"]
+    assert ours["tasks"] == ref["tasks"], (ours["tasks"], ref["tasks"])
+    scores = {DEFAULT: np.asarray(ours["scores"][DEFAULT])}
+    scores.update({a: np.asarray(ref["scores"][a]) for a in ("filtered_bc", "awbc01")})
+    return compared(scores, DEFAULT, ours["tasks"])
+
+
 def main(root, path):
     out = {"scored_by": SCORED_BY, "compared runs": "AMD EPYC, 7e69886 packages, unless named"}
+    out["held-out 4 x 3, 10k, against filtered BC and weighted BC (control.json)"] = (
+        against_filtered_bc()
+    )
     long = held_out_20k(root)
     if long is not None:
         long["compared with"] = "aw03_20k and filtered_bc20k of steps20k.json (Intel Xeon)"
