@@ -14,6 +14,8 @@ plate-slide, seeds 0 and 1) against the committed screen means, and, when they e
 (stitched plate-slide seed 0 at 20k) and the held-out 4 x 2 against `awcapn_t02`. Thirty-fourth:
 `awcapn_t02s20k` on stitched plate-slide and plate-slide-side x seeds 0-2, scored at 20k and 10k,
 against IQL, BC and weighted BC of `stitch20k.json` (rliable IQM, P(improvement), mean success).
+Thirty-fifth: screens H (held-out hammer and lever-pull, seeds 0 and 1) and D (stitched door-open,
+seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a3` (`bc_alpha` 1 and 3).
 """
 
 import json
@@ -158,6 +160,50 @@ def against_filtered_bc():
     return compared(scores, DEFAULT, ours["tasks"])
 
 
+ALPHA_ARMS = {"awcapn_t02_a1": 1.0, "awcapn_t02_a3": 3.0}
+
+
+def screen_h(root, label):
+    """The thirty-fifth amendment's screen H of ``label`` (held-out hammer and lever-pull, seeds 0
+    and 1): "gain" if the mean normalised score >= 0.50, "no gain" if <= 0.46, else "part"."""
+    ref = committed("t02.json")["held-out 4 x 2, 10k"]
+    columns = [ref["tasks"].index(f"{t}-v3") for t in ("hammer", "lever-pull")]
+    rows = {}
+    for task in ("hammer", "lever-pull"):
+        found = screen(root, label, task, (0, 1), 10000)
+        if found is None:
+            return None
+        rows.update(found)
+    mean = round(float(np.mean([r["normalized"] for r in rows.values()])), 3)
+    reference = {
+        a: round(float(np.asarray(ref["scores"][a])[:, columns].mean()), 3)
+        for a in (DEFAULT, "filtered_bc")
+    }
+    reading = "gain" if mean >= 0.50 else "no gain" if mean <= 0.46 else "part"
+    return {
+        "runs": rows,
+        "same runs' means": reference,
+        "mean_normalized": mean,
+        "reading": reading,
+    }
+
+
+def screen_d(root, label):
+    """Screen D of ``label`` (stitched door-open, seeds 1 and 2): "keeps door-open" if the mean
+    success >= 0.5, else "loses it"; None until both runs exist."""
+    rows = screen(root, label, "door-open", (1, 2), 10000)
+    if rows is None:
+        return None
+    mean = round(float(np.mean([r["success"] for r in rows.values()])), 3)
+    ref = committed("screens.json")["screen D, stitched door-open seeds 1-2, T = 0.2, 10k"]
+    return {
+        "runs": rows,
+        f"{DEFAULT} mean success": ref["mean_success"],
+        "mean_success": mean,
+        "reading": "keeps door-open" if mean >= 0.5 else "loses it",
+    }
+
+
 def main(root, path):
     out = {"scored_by": SCORED_BY, "compared runs": "AMD EPYC, 7e69886 packages, unless named"}
     out["held-out 4 x 3, 10k, against filtered BC and weighted BC (control.json)"] = (
@@ -173,6 +219,11 @@ def main(root, path):
         out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c
         print("screen C:", c["mean_normalized"], c["reading"])
         out.update({f"{k} (k = 32, T = 0.2)": v for k, v in k32_rest(root).items()})
+    for label, alpha in ALPHA_ARMS.items():
+        for name, part in (("H", screen_h(root, label)), ("D", screen_d(root, label))):
+            if part is not None:
+                out[f"screen {name}, bc_alpha = {alpha:g} ({label}), 10k"] = part
+                print(label, name, part["reading"], part.get("mean_normalized"))
     stitched = stitched_20k(root)
     if stitched is not None:
         stitched["compared with"] = "iqls20k, bc_s20k, awbc01s20k of stitch20k.json (Intel Xeon)"
