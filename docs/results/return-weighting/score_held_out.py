@@ -149,15 +149,32 @@ def stitched_20k(root):
     return part
 
 
-def against_filtered_bc():
+def against_filtered_bc(root):
     """The default over the held-out 4 x 3 at 10k (`t02.json`) against filtered BC and BC with the
-    weights at T = 0.1 over the same mixtures and seeds (`control.json`, Intel Xeon)."""
+    weights at T = 0.1 over the same mixtures and seeds (`control.json`, Intel Xeon), and each
+    arm's mean success per mixture (the default's from its runs under ``root``)."""
     ours = committed("t02.json")["held-out 4 x 3, 10k (thirtieth amendment)"]
-    ref = committed("control.json")["held-out"]
+    control = committed("control.json")
+    ref, arms = control["held-out"], ("filtered_bc", "awbc01")
     assert ours["tasks"] == ref["tasks"], (ours["tasks"], ref["tasks"])
     scores = {DEFAULT: np.asarray(ours["scores"][DEFAULT])}
-    scores.update({a: np.asarray(ref["scores"][a]) for a in ("filtered_bc", "awbc01")})
-    return compared(scores, DEFAULT, ours["tasks"])
+    scores.update({a: np.asarray(ref["scores"][a]) for a in arms})
+    part = compared(scores, DEFAULT, ours["tasks"])
+    names, seeds = [t.removesuffix("-v3") for t in ours["tasks"]], (0, 1, 2)
+    found = runs_by_key(root, {DEFAULT}, names, seeds).get(DEFAULT, {})
+    if len(found) == 12:
+        assert np.allclose(score_matrix(found, names, seeds), scores[DEFAULT], atol=1e-9)
+        success = {
+            DEFAULT: [[found[(t, s)].final["success_rate"] for t in names] for s in seeds],
+            **{a: [[control["runs"][a][f"{t} seed {s}"]["success"] for t in names] for s in seeds]
+               for a in arms},  # fmt: skip
+        }
+        part["mean success"] = {
+            a: dict(zip(names, np.round(np.mean(v, axis=0), 3).tolist()))
+            for a, v in success.items()
+        }
+        print("mean success", part["mean success"])
+    return part
 
 
 ALPHA_ARMS = {"awcapn_t02_a1": 1.0, "awcapn_t02_a3": 3.0}
@@ -207,7 +224,7 @@ def screen_d(root, label):
 def main(root, path):
     out = {"scored_by": SCORED_BY, "compared runs": "AMD EPYC, 7e69886 packages, unless named"}
     out["held-out 4 x 3, 10k, against filtered BC and weighted BC (control.json)"] = (
-        against_filtered_bc()
+        against_filtered_bc(root)
     )
     long = held_out_20k(root)
     if long is not None:
