@@ -14,8 +14,8 @@ plate-slide, seeds 0 and 1) against the committed screen means, and, when they e
 (stitched plate-slide seed 0 at 20k) and the held-out 4 x 2 against `awcapn_t02`. Thirty-fourth:
 `awcapn_t02s20k` on stitched plate-slide and plate-slide-side x seeds 0-2, scored at 20k and 10k,
 against IQL, BC and weighted BC of `stitch20k.json` (rliable IQM, P(improvement), mean success).
-Thirty-fifth: screens H (held-out hammer and lever-pull, seeds 0 and 1) and D (stitched door-open,
-seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a3` (`bc_alpha` 1 and 3).
+Thirty-fifth and thirty-sixth: screens H (held-out hammer and lever-pull, seeds 0 and 1) and D (stitched door-open,
+seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1).
 """
 
 import json
@@ -177,7 +177,7 @@ def against_filtered_bc(root):
     return part
 
 
-ALPHA_ARMS = {"awcapn_t02_a1": 1.0, "awcapn_t02_a3": 3.0}
+ALPHA_ARMS = {"awcapn_t02_a1": 1.0, "awcapn_t02_a01": 0.1}
 
 
 def screen_h(root, label):
