@@ -59,16 +59,24 @@ def screen(root, label, task, seeds, steps):
     return {f"{task} seed {s}": run_row(found[(task, s)]) for s in seeds}
 
 
+def two_task_screen(root, label, tasks):
+    """``label``'s runs on ``tasks`` x seeds 0 and 1 at 10k and their mean normalised score, or
+    (None, None) until all four exist."""
+    rows = {}
+    for task in tasks:
+        found = screen(root, label, task, (0, 1), 10000)
+        if found is None:
+            return None, None
+        rows.update(found)
+    return rows, round(float(np.mean([r["normalized"] for r in rows.values()])), 3)
+
+
 def screen_c(root):
     """Screen C of ``K32``: "recovers" if the mean normalised score >= 0.78, "no gain" if
     <= 0.71, otherwise "part" (the twenty-fifth amendment's bands), or None."""
-    rows = {}
-    for task in ("lever-pull", "plate-slide"):
-        found = screen(root, K32, task, (0, 1), 10000)
-        if found is None:
-            return None
-        rows.update(found)
-    mean = round(float(np.mean([r["normalized"] for r in rows.values()])), 3)
+    rows, mean = two_task_screen(root, K32, ("lever-pull", "plate-slide"))
+    if rows is None:
+        return None
     screens = committed("screens.json")
     k32 = screens["screen C, held-out lever-pull and plate-slide, k = 32, 10k"]
     t02 = screens["screen C, held-out lever-pull and plate-slide, T = 0.2, 10k"]
@@ -185,13 +193,9 @@ def screen_h(root, label):
     and 1): "gain" if the mean normalised score >= 0.50, "no gain" if <= 0.46, else "part"."""
     ref = committed("t02.json")["held-out 4 x 2, 10k"]
     columns = [ref["tasks"].index(f"{t}-v3") for t in ("hammer", "lever-pull")]
-    rows = {}
-    for task in ("hammer", "lever-pull"):
-        found = screen(root, label, task, (0, 1), 10000)
-        if found is None:
-            return None
-        rows.update(found)
-    mean = round(float(np.mean([r["normalized"] for r in rows.values()])), 3)
+    rows, mean = two_task_screen(root, label, ("hammer", "lever-pull"))
+    if rows is None:
+        return None
     reference = {
         a: round(float(np.asarray(ref["scores"][a])[:, columns].mean()), 3)
         for a in (DEFAULT, "filtered_bc")
