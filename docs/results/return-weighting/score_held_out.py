@@ -15,7 +15,8 @@ plate-slide, seeds 0 and 1) against the committed screen means, and, when they e
 `awcapn_t02s20k` on stitched plate-slide and plate-slide-side x seeds 0-2, scored at 20k and 10k,
 against IQL, BC and weighted BC of `stitch20k.json` (rliable IQM, P(improvement), mean success).
 Thirty-fifth and thirty-sixth: screens H (held-out hammer and lever-pull, seeds 0 and 1) and D (stitched door-open,
-seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1).
+seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1). Thirty-seventh:
+`awcapn_t02_a01` over the held-out 4 x 2 against the default and filtered BC of `t02.json`.
 """
 
 import json
@@ -88,6 +89,21 @@ def screen_c(root):
     }
     reading = "recovers" if mean >= 0.78 else "no gain" if mean <= 0.71 else "part"
     return {"runs": rows, "committed means": reference, "mean_normalized": mean, "reading": reading}
+
+
+def alpha01_held_out(root):
+    """The thirty-seventh amendment: `awcapn_t02_a01` over the held-out 4 x 2 against
+    ``DEFAULT`` and filtered BC of `t02.json`, or None until its 8 runs exist."""
+    label, ref = "awcapn_t02_a01", committed("t02.json")["held-out 4 x 2, 10k"]
+    names = [t.removesuffix("-v3") for t in ref["tasks"]]
+    found = runs_by_key(root, {label}, names, (0, 1)).get(label, {})
+    if len(found) < 8:
+        return None
+    scores = {label: score_matrix(found, names, (0, 1))}
+    scores.update({a: np.asarray(ref["scores"][a]) for a in (DEFAULT, "filtered_bc")})
+    part = compared(scores, label, ref["tasks"])
+    part["runs"] = {f"{t} seed {s}": run_row(found[(t, s)]) for s in (0, 1) for t in names}
+    return part
 
 
 def k32_rest(root):
@@ -245,6 +261,9 @@ def main(root, path):
             if part is not None:
                 out[f"screen {name}, bc_alpha = {alpha:g} ({label}), 10k"] = part
                 print(label, name, part["reading"], part.get("mean_normalized"))
+    alpha01 = alpha01_held_out(root)
+    if alpha01 is not None:
+        out["held-out 4 x 2, bc_alpha = 0.1 (thirty-seventh amendment), 10k"] = alpha01
     stitched = stitched_20k(root)
     if stitched is not None:
         stitched["compared with"] = "iqls20k, bc_s20k, awbc01s20k of stitch20k.json (Intel Xeon)"
