@@ -1,4 +1,4 @@
-"""PREREG.md, thirty-second to thirty-seventh amendments: the presets' default (`awcapn_t02`) on
+"""PREREG.md, thirty-second to thirty-eighth amendments: the presets' default (`awcapn_t02`) on
 the held-out mixtures and stitched tasks at 20k, and screens under it (`awcapn32_t02`, `bc_alpha`).
 
 python score_held_out.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
@@ -17,6 +17,8 @@ against IQL, BC and weighted BC of `stitch20k.json` (rliable IQM, P(improvement)
 Thirty-fifth and thirty-sixth: screens H (held-out hammer and lever-pull, seeds 0 and 1) and D (stitched door-open,
 seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1). Thirty-seventh:
 `awcapn_t02_a01` over the held-out 4 x 2 against the default and filtered BC of `t02.json`.
+Thirty-eighth: `awcapn_t02_20k` and filtered BC at 20k (`filtered_bc20k`), both on this machine,
+over the held-out 4 x 3, read at 20k and at 10k.
 """
 
 import json
@@ -48,6 +50,40 @@ def held_out_20k(root):
     scores = {LONG: matrices[20000], **{a: np.asarray(v) for a, v in ref["scores"].items()}}
     part.update(compared(scores, LONG, ref["tasks"]))
     point = part["probability_of_improvement"][f"{LONG},filtered_bc20k"]["point"]
+    part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
+    return part
+
+
+FBC_LONG = "filtered_bc20k"
+
+
+def held_out_20k_4x3(root):
+    """The thirty-eighth amendment: ``LONG`` against filtered BC at 20k, both on this machine,
+    over the held-out 4 x 3 at 20k and at 10k, and the 4 x 2 of seeds 0 and 1 at 20k; None until
+    all 24 runs exist."""
+    names = [t.removesuffix("-v3") for t in committed("steps20k.json")["held-out"]["tasks"]]
+    tasks, seeds, part = [f"{t}-v3" for t in names], (0, 1, 2), {}
+    for steps in (20000, 10000):
+        found = runs_by_key(root, {LONG, FBC_LONG}, names, seeds, steps)
+        if any(len(found.get(a, {})) < 12 for a in (LONG, FBC_LONG)):
+            return None
+        scores = {a: score_matrix(found[a], names, seeds) for a in (LONG, FBC_LONG)}
+        key = f"4 x 3 at {steps // 1000}k"
+        part[key] = compared(scores, LONG, tasks)
+        part[key]["mean success"] = {
+            a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds])), 3)
+                for t in names}
+            for a in (LONG, FBC_LONG)
+        }  # fmt: skip
+        part[key]["runs"] = {
+            a: {f"{t} seed {s}": run_row(found[a][(t, s)]) for s in seeds for t in names}
+            for a in (LONG, FBC_LONG)
+        }
+        if steps == 20000:
+            part["4 x 2 at 20k, seeds 0 and 1"] = compared(
+                {a: v[:2] for a, v in scores.items()}, LONG, tasks
+            )
+    point = part["4 x 3 at 20k"]["probability_of_improvement"][f"{LONG},{FBC_LONG}"]["point"]
     part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
     return part
 
@@ -230,6 +266,12 @@ def main(root, path):
         long["compared with"] = "aw03_20k and filtered_bc20k of steps20k.json (Intel Xeon)"
         out["held-out 4 x 2, 20k (thirty-second amendment)"] = long
         print("held-out 20k:", long["reading"], "| 10k equal:", long["10k equals the 10k runs"])
+    long3 = held_out_20k_4x3(root)
+    if long3 is not None:
+        out["held-out 4 x 3, 20k, filtered BC on the same machine (thirty-eighth amendment)"] = (
+            long3
+        )
+        print("held-out 4 x 3 at 20k:", long3["reading"])
     c = screen_c(root)
     if c is not None:
         out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c

@@ -87,8 +87,9 @@ against discounted returns-to-go 688/429/82/119 (Spearman 0.65), at 0.1 with sel
 random features (`rff_kind="positive"`, FAVOR+; paper: trigonometric at temperature 1, which
 learned little: at 0.1 the kernel exp(phi.psi / 0.1) spans e^20 and trigonometric features turn
 11-31% of the Q estimates negative, while positive ones are never negative) and the same DDPG+BC
-extraction: on the suite's 4 mixtures x 3 seeds it is level with CVL without RFF, IQM 0.90
-[0.85, 0.93] against 0.90 [0.87, 0.92], P(with RFF > without) = 0.61 [0.42, 0.83]
+extraction: on the suite's 4 mixtures x 3 seeds, both acting with the policy's average, it is
+below CVL without RFF, IQM 0.91 [0.87, 0.94] against 0.96 [0.93, 0.97], P(with RFF > without) =
+0.25 [0.08, 0.42], and no critic or policy step measured since brought it level
 (docs/results.md, "RFF ablation"); the trigonometric features at temperature 1 with DDPG+BC
 scored 0.16 on drawer-open (seed 0), as they did with the KL form.
 CVL without RFF extracts its policy by DDPG+BC at alpha 0.3 (`CVLConfig.policy_extraction`
