@@ -1,4 +1,4 @@
-"""PREREG.md, thirty-second to thirty-eighth amendments: the presets' default (`awcapn_t02`) on
+"""PREREG.md, thirty-second to thirty-ninth amendments: the presets' default (`awcapn_t02`) on
 the held-out mixtures and stitched tasks at 20k, and screens under it (`awcapn32_t02`, `bc_alpha`).
 
 python score_held_out.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
@@ -18,7 +18,8 @@ Thirty-fifth and thirty-sixth: screens H (held-out hammer and lever-pull, seeds 
 seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1). Thirty-seventh:
 `awcapn_t02_a01` over the held-out 4 x 2 against the default and filtered BC of `t02.json`.
 Thirty-eighth: `awcapn_t02_20k` and filtered BC at 20k (`filtered_bc20k`), both on this machine,
-over the held-out 4 x 3, read at 20k and at 10k.
+over the held-out 4 x 3, read at 20k and at 10k. Thirty-ninth: the same two arms at 20k on the
+suite's four mixtures x seeds 0 and 1 (`awcapn_t02m20k`, `filtered_bc20k`), read at 20k and 10k.
 """
 
 import json
@@ -55,36 +56,66 @@ def held_out_20k(root):
 
 
 FBC_LONG = "filtered_bc20k"
+MIXED = ("door-open", "drawer-open", "faucet-open", "reach")
+
+
+def against_filtered_bc_20k(root, label, names, seeds):
+    """``label`` against filtered BC at 20k (``FBC_LONG``) on ``names`` x ``seeds``, read at 20k
+    and at 10k (rliable IQM with 95% CIs, P(``label`` > it), mean success, each run) and the
+    plan's reading; None until every run of both exists."""
+    tasks, size, arms, part = (
+        [f"{t}-v3" for t in names],
+        f"{len(names)} x {len(seeds)}",
+        (label, FBC_LONG),
+        {},
+    )
+    for steps in (20000, 10000):
+        found = runs_by_key(root, set(arms), names, seeds, steps)
+        if any(len(found.get(a, {})) < len(names) * len(seeds) for a in arms):
+            return None
+        scores = {a: score_matrix(found[a], names, seeds) for a in arms}
+        key = f"{size} at {steps // 1000}k"
+        part[key] = compared(scores, label, tasks)
+        part[key]["mean success"] = {
+            a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds])), 3)
+                for t in names}
+            for a in arms
+        }  # fmt: skip
+        part[key]["runs"] = {
+            a: {f"{t} seed {s}": run_row(found[a][(t, s)]) for s in seeds for t in names}
+            for a in arms
+        }
+        part[key]["matrices"] = scores
+    point = part[f"{size} at 20k"]["probability_of_improvement"][f"{label},{FBC_LONG}"]["point"]
+    part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
+    return part
 
 
 def held_out_20k_4x3(root):
     """The thirty-eighth amendment: ``LONG`` against filtered BC at 20k, both on this machine,
-    over the held-out 4 x 3 at 20k and at 10k, and the 4 x 2 of seeds 0 and 1 at 20k; None until
-    all 24 runs exist."""
+    over the held-out 4 x 3, and the 4 x 2 of seeds 0 and 1 at 20k; None until all runs exist."""
     names = [t.removesuffix("-v3") for t in committed("steps20k.json")["held-out"]["tasks"]]
-    tasks, seeds, part = [f"{t}-v3" for t in names], (0, 1, 2), {}
-    for steps in (20000, 10000):
-        found = runs_by_key(root, {LONG, FBC_LONG}, names, seeds, steps)
-        if any(len(found.get(a, {})) < 12 for a in (LONG, FBC_LONG)):
-            return None
-        scores = {a: score_matrix(found[a], names, seeds) for a in (LONG, FBC_LONG)}
-        key = f"4 x 3 at {steps // 1000}k"
-        part[key] = compared(scores, LONG, tasks)
-        part[key]["mean success"] = {
-            a: {t: round(float(np.mean([found[a][(t, s)].final["success_rate"] for s in seeds])), 3)
-                for t in names}
-            for a in (LONG, FBC_LONG)
-        }  # fmt: skip
-        part[key]["runs"] = {
-            a: {f"{t} seed {s}": run_row(found[a][(t, s)]) for s in seeds for t in names}
-            for a in (LONG, FBC_LONG)
-        }
-        if steps == 20000:
-            part["4 x 2 at 20k, seeds 0 and 1"] = compared(
-                {a: v[:2] for a, v in scores.items()}, LONG, tasks
-            )
-    point = part["4 x 3 at 20k"]["probability_of_improvement"][f"{LONG},{FBC_LONG}"]["point"]
-    part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
+    part = against_filtered_bc_20k(root, LONG, names, (0, 1, 2))
+    if part is not None:
+        scores = part["4 x 3 at 20k"]["matrices"]
+        part["4 x 2 at 20k, seeds 0 and 1"] = compared(
+            {a: v[:2] for a, v in scores.items()}, LONG, [f"{t}-v3" for t in names]
+        )
+    return _without_matrices(part)
+
+
+def mixed_20k(root):
+    """The thirty-ninth amendment: ``DEFAULT`` at 20k (label ``awcapn_t02m20k``) against filtered
+    BC at 20k on the suite's mixtures x seeds 0 and 1; None until all 16 runs exist."""
+    return _without_matrices(against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1)))
+
+
+def _without_matrices(part):
+    """``part`` without the score arrays ``against_filtered_bc_20k`` keeps for its callers (the
+    JSON stores them as lists under "scores")."""
+    for value in (part or {}).values():
+        if isinstance(value, dict):
+            value.pop("matrices", None)
     return part
 
 
@@ -272,6 +303,10 @@ def main(root, path):
             long3
         )
         print("held-out 4 x 3 at 20k:", long3["reading"])
+    mixed = mixed_20k(root)
+    if mixed is not None:
+        out["the suite's mixtures 4 x 2, 20k, filtered BC beside (thirty-ninth amendment)"] = mixed
+        print("mixed 4 x 2 at 20k:", mixed["reading"])
     c = screen_c(root)
     if c is not None:
         out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c
