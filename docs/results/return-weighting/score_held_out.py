@@ -85,7 +85,6 @@ def against_filtered_bc_20k(root, label, names, seeds):
             a: {f"{t} seed {s}": run_row(found[a][(t, s)]) for s in seeds for t in names}
             for a in arms
         }
-        part[key]["matrices"] = scores
     point = part[f"{size} at 20k"]["probability_of_improvement"][f"{label},{FBC_LONG}"]["point"]
     part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
     return part
@@ -97,26 +96,17 @@ def held_out_20k_4x3(root):
     names = [t.removesuffix("-v3") for t in committed("steps20k.json")["held-out"]["tasks"]]
     part = against_filtered_bc_20k(root, LONG, names, (0, 1, 2))
     if part is not None:
-        scores = part["4 x 3 at 20k"]["matrices"]
+        scores = part["4 x 3 at 20k"]["scores"]
         part["4 x 2 at 20k, seeds 0 and 1"] = compared(
-            {a: v[:2] for a, v in scores.items()}, LONG, [f"{t}-v3" for t in names]
+            {a: np.asarray(v)[:2] for a, v in scores.items()}, LONG, [f"{t}-v3" for t in names]
         )
-    return _without_matrices(part)
+    return part
 
 
 def mixed_20k(root):
     """The thirty-ninth amendment: ``DEFAULT`` at 20k (label ``awcapn_t02m20k``) against filtered
     BC at 20k on the suite's mixtures x seeds 0 and 1; None until all 16 runs exist."""
-    return _without_matrices(against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1)))
-
-
-def _without_matrices(part):
-    """``part`` without the score arrays ``against_filtered_bc_20k`` keeps for its callers (the
-    JSON stores them as lists under "scores")."""
-    for value in (part or {}).values():
-        if isinstance(value, dict):
-            value.pop("matrices", None)
-    return part
+    return against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1))
 
 
 def screen(root, label, task, seeds, steps):
