@@ -59,6 +59,26 @@ def test_paper_preset_runs_data_sweep_and_report(tmp_path):
     assert learner["hidden"] == [8, 8] and learner["lr"] == 1e-3
 
 
+def test_paper_preset_runs_only_the_learners_asked_for(tmp_path, capsys):
+    argv = [
+        "rff-ablation", "--out-dir", str(tmp_path), "--tasks", "reach", "--seeds", "0",
+        "--steps", "2", "--episodes", "1", "--eval-every", "0", "--eval-episodes", "1",
+        "--eval-max-steps", "3", "--hidden", "8", "8", "--batch-size", "4",
+        "--overrides", "cvl_mc:latent_dim=4", "cvl_mc:num_action_samples=1",
+        "--last-evals", "1", "--bootstrap-reps", "20", "--no-progress",
+    ]  # fmt: skip
+    for wrong in (["sac"], ["cvl_mc", "cvl_mc"]):  # refused before any data is written
+        assert paper.main([*argv, "--algorithms", *wrong]) == 2
+        assert "--algorithms must name distinct learners of this experiment" in (
+            capsys.readouterr().err
+        )
+        assert not (tmp_path / "data").exists()
+    assert paper.main([*argv, "--algorithms", "cvl_mc"]) == 0
+    assert sorted(p for p in os.listdir(tmp_path / "runs") if "." not in p) == ["cvl_mc"]
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert "cvl_mc" in json.dumps(report) and '"cvl"' not in json.dumps(report)
+
+
 def test_mixed_preset_runs_every_method_on_a_mixture_and_reports_improvement(tmp_path):
     argv = [
         "mixed", "--out-dir", str(tmp_path), "--tasks", "drawer-open", "--seeds", "0",

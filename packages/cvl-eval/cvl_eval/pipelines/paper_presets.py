@@ -294,6 +294,9 @@ class PaperConfig:
     """Override the preset's tasks."""
     seeds: tuple[int, ...] | None = None
     """Override the preset's seeds."""
+    algorithms: tuple[str, ...] | None = None
+    """Run only these of the preset's learners (e.g. ``cvl_mc``), with the preset's settings;
+    the report covers the runs in the experiment's folder of the learners listed."""
     steps: int | None = None
     """Override the gradient steps per run."""
     data_kind: DataKind | None = None
@@ -368,11 +371,24 @@ def _check_scoring(budget: Budget) -> None:
         )
 
 
+def _with_algorithms(preset: Preset, algorithms: tuple[str, ...] | None) -> Preset:
+    """``preset`` running only ``algorithms`` (None: all of its learners), each one it runs."""
+    if algorithms is None:
+        return preset
+    unknown = [name for name in algorithms if name not in preset.algorithms]
+    if unknown or not algorithms or len(set(algorithms)) != len(algorithms):
+        raise ConfigError(
+            f"--algorithms must name distinct learners of this experiment, "
+            f"{list(preset.algorithms)}; got {list(algorithms)}"
+        )
+    return dataclasses.replace(preset, algorithms=tuple(algorithms))
+
+
 def resolve(config: PaperConfig) -> dict[str, Any]:
     """The preset with the budget and explicit overrides applied (what will run)."""
     if config.experiment not in PRESETS:
         raise ConfigError(f"unknown experiment {config.experiment!r}; choose from {list(PRESETS)}")
-    preset = PRESETS[config.experiment]
+    preset = _with_algorithms(PRESETS[config.experiment], config.algorithms)
     budget = preset.full if config.full else preset.default
     changes = {
         k: getattr(config, k)
