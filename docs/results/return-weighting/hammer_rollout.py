@@ -48,28 +48,41 @@ def episode(env, learner, seed, seen):
     rewards, grasped, succeeded = map(np.asarray, (rewards, grasped, succeeded))
     first = int(np.argmax(succeeded)) if succeeded.any() else None
     after = slice(first, None) if first is not None else slice(0, 0)
-    share = (lambda x: round(float(np.mean(x)), 3) if len(x) else None)
-    return {"success": first is not None, "first_success_step": first,
-            "grasped_after_success": share(grasped[after]),
-            "success_reward_after_success": share(rewards[after] == 10.0),
-            "return": round(float(rewards.sum()), 1)}
+    share = lambda x: round(float(np.mean(x)), 3) if len(x) else None
+    return {
+        "success": first is not None,
+        "first_success_step": first,
+        "grasped_after_success": share(grasped[after]),
+        "success_reward_after_success": share(rewards[after] == 10.0),
+        "return": round(float(rewards.sum()), 1),
+    }
 
 
 def critic_row(learner, data, states):
     """What the critic prefers at ``states`` (the module docstring)."""
     q = q_function(learner, data)
-    actions = {"policy": learner.act(states, deterministic=True).astype(np.float32),
-               "hammer_expert": ScriptedExpert(TASK)(states),
-               "push_expert": ScriptedExpert("push-v3")(states)}
+    actions = {
+        "policy": learner.act(states, deterministic=True).astype(np.float32),
+        "hammer_expert": ScriptedExpert(TASK)(states),
+        "push_expert": ScriptedExpert("push-v3")(states),
+    }
     values = {name: q(states, a) for name, a in actions.items()}
-    move = {name: a[:, :3] / np.maximum(np.linalg.norm(a[:, :3], axis=1, keepdims=True), 1e-6)
-            for name, a in actions.items()}
-    return {"states": len(states),
-            "mean_q": {name: round(float(np.mean(v)), 1) for name, v in values.items()},
-            "p_q_hammer_expert_above_policy": round(
-                float(np.mean(values["hammer_expert"] > values["policy"])), 3),
-            "policy_cosine": {name: round(float(np.mean(np.sum(move["policy"] * m, axis=1))), 3)
-                              for name, m in move.items() if name != "policy"}}
+    move = {
+        name: a[:, :3] / np.maximum(np.linalg.norm(a[:, :3], axis=1, keepdims=True), 1e-6)
+        for name, a in actions.items()
+    }
+    return {
+        "states": len(states),
+        "mean_q": {name: round(float(np.mean(v)), 1) for name, v in values.items()},
+        "p_q_hammer_expert_above_policy": round(
+            float(np.mean(values["hammer_expert"] > values["policy"])), 3
+        ),
+        "policy_cosine": {
+            name: round(float(np.mean(np.sum(move["policy"] * m, axis=1))), 3)
+            for name, m in move.items()
+            if name != "policy"
+        },
+    }
 
 
 def checkpoint_row(path, data):
@@ -82,13 +95,18 @@ def checkpoint_row(path, data):
         env.close()
     critic = critic_row(learner, data, np.stack(seen)) if hasattr(learner, "q_values") else None
     won = [r for r in rows if r["success"]]
-    mean = (lambda key, rs: round(float(np.mean([r[key] for r in rs])), 3) if rs else None)
-    return {"step": learner.step, "success": len(won) / len(rows),
-            "return": mean("return", rows), "return_if_success": mean("return", won),
-            "first_success_step": mean("first_success_step", won),
-            "grasped_after_success": mean("grasped_after_success", won),
-            "success_reward_after_success": mean("success_reward_after_success", won),
-            "critic": critic, "episodes": rows}
+    mean = lambda key, rs: round(float(np.mean([r[key] for r in rs])), 3) if rs else None
+    return {
+        "step": learner.step,
+        "success": len(won) / len(rows),
+        "return": mean("return", rows),
+        "return_if_success": mean("return", won),
+        "first_success_step": mean("first_success_step", won),
+        "grasped_after_success": mean("grasped_after_success", won),
+        "success_reward_after_success": mean("success_reward_after_success", won),
+        "critic": critic,
+        "episodes": rows,
+    }
 
 
 def dataset_rows(data):
@@ -100,18 +118,25 @@ def dataset_rows(data):
     rows = {}
     for source, episodes in by_source.items():
         won = [r for ok, r in episodes if ok]
-        rows[source] = {"episodes": len(episodes), "success": round(len(won) / len(episodes), 3),
-                        "paid_share_if_success": round(float(np.mean([np.mean(r == 10.0)
-                                                                      for r in won])), 3)
-                        if won else None}
+        rows[source] = {
+            "episodes": len(episodes),
+            "success": round(len(won) / len(episodes), 3),
+            "paid_share_if_success": (
+                round(float(np.mean([np.mean(r == 10.0) for r in won])), 3) if won else None
+            ),
+        }
     return rows
 
 
 if __name__ == "__main__":
     dataset, out, *checkpoints = sys.argv[1:]
     data = open_dataset(dataset, verify=True)
-    result = {"task": TASK, "eval_seed": EVAL_SEED, "dataset": dataset_rows(data),
-              "checkpoints": {}}
+    result = {
+        "task": TASK,
+        "eval_seed": EVAL_SEED,
+        "dataset": dataset_rows(data),
+        "checkpoints": {},
+    }
     for source, row in result["dataset"].items():
         print(source, row, flush=True)
     for path in checkpoints:
