@@ -25,10 +25,15 @@ from cvl_data import open_dataset
 from cvl_eval.analysis.critic_diagnostics import q_function
 from cvl_eval.envs.experts import ScriptedExpert
 from cvl_eval.envs.make import make_env
-from cvl_eval.rollout.episode import step_success
 from cvl_eval.envs.seeding import evaluation_seeds
+from cvl_eval.rollout.episode import step_success
 
 TASK, EPISODES, EVAL_SEED, APPROACH_STEPS = "hammer-v3", 10, 100, 100
+
+
+def share(flags):
+    """The share of True in ``flags`` to 3 decimals (None when empty)."""
+    return round(float(np.mean(flags)), 3) if len(flags) else None
 
 
 def episode(env, learner, seed, seen):
@@ -48,7 +53,6 @@ def episode(env, learner, seed, seen):
     rewards, grasped, succeeded = map(np.asarray, (rewards, grasped, succeeded))
     first = int(np.argmax(succeeded)) if succeeded.any() else None
     after = slice(first, None) if first is not None else slice(0, 0)
-    share = lambda x: round(float(np.mean(x)), 3) if len(x) else None
     return {
         "success": first is not None,
         "first_success_step": first,
@@ -85,6 +89,11 @@ def critic_row(learner, data, states):
     }
 
 
+def mean(key, rows):
+    """The mean of ``key`` over ``rows`` to 3 decimals (None without rows)."""
+    return round(float(np.mean([r[key] for r in rows])), 3) if rows else None
+
+
 def checkpoint_row(path, data):
     learner = load_learner(path, device="cpu", restore_global_rng=False)
     env = make_env(TASK, seed=EVAL_SEED, keep_state=False)
@@ -95,7 +104,6 @@ def checkpoint_row(path, data):
         env.close()
     critic = critic_row(learner, data, np.stack(seen)) if hasattr(learner, "q_values") else None
     won = [r for r in rows if r["success"]]
-    mean = lambda key, rs: round(float(np.mean([r[key] for r in rs])), 3) if rs else None
     return {
         "step": learner.step,
         "success": len(won) / len(rows),

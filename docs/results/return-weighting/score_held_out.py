@@ -1,4 +1,4 @@
-"""PREREG.md, thirty-second to thirty-ninth amendments: the presets' default (`awcapn_t02`) on
+"""PREREG.md, thirty-second to fortieth amendments: the presets' default (`awcapn_t02`) on
 the held-out mixtures and stitched tasks at 20k, and screens under it (`awcapn32_t02`, `bc_alpha`).
 
 python score_held_out.py RUNS OUT.json   (run from this folder: it imports score.py beside it)
@@ -20,6 +20,7 @@ seeds 1 and 2) of `awcapn_t02_a1` and `awcapn_t02_a01` (`bc_alpha` 1 and 0.1). T
 Thirty-eighth: `awcapn_t02_20k` and filtered BC at 20k (`filtered_bc20k`), both on this machine,
 over the held-out 4 x 3, read at 20k and at 10k. Thirty-ninth: the same two arms at 20k on the
 suite's four mixtures x seeds 0 and 1 (`awcapn_t02m20k`, `filtered_bc20k`), read at 20k and 10k.
+Fortieth: the same over 4 x 3 with both arms' seed 2.
 """
 
 import json
@@ -107,6 +108,14 @@ def mixed_20k(root):
     """The thirty-ninth amendment: ``DEFAULT`` at 20k (label ``awcapn_t02m20k``) against filtered
     BC at 20k on the suite's mixtures x seeds 0 and 1; None until all 16 runs exist."""
     return against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1))
+
+
+def mixed_20k_4x3(root):
+    """The fortieth amendment: `mixed_20k` over seeds 0-2; None until all 24 runs exist."""
+    part = against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1, 2))
+    if part is not None:
+        part["reading"] = part["reading"].removesuffix(" too")  # the plan's words
+    return part
 
 
 def screen(root, label, task, seeds, steps):
@@ -297,6 +306,10 @@ def main(root, path):
     if mixed is not None:
         out["the suite's mixtures 4 x 2, 20k, filtered BC beside (thirty-ninth amendment)"] = mixed
         print("mixed 4 x 2 at 20k:", mixed["reading"])
+    mixed3 = mixed_20k_4x3(root)
+    if mixed3 is not None:
+        out["the suite's mixtures 4 x 3, 20k, filtered BC beside (fortieth amendment)"] = mixed3
+        print("mixed 4 x 3 at 20k:", mixed3["reading"])
     c = screen_c(root)
     if c is not None:
         out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c
