@@ -60,10 +60,11 @@ FBC_LONG = "filtered_bc20k"
 MIXED = ("door-open", "drawer-open", "faucet-open", "reach")
 
 
-def against_filtered_bc_20k(root, label, names, seeds):
+def against_filtered_bc_20k(root, label, names, seeds, behind="behind at 20k too"):
     """``label`` against filtered BC at 20k (``FBC_LONG``) on ``names`` x ``seeds``, read at 20k
     and at 10k (rliable IQM with 95% CIs, P(``label`` > it), mean success, each run) and the
-    plan's reading; None until every run of both exists."""
+    plan's reading ("level given the steps" if P >= 0.5, else ``behind``, the plan's words); None
+    until every run of both exists."""
     tasks, size, arms, part = (
         [f"{t}-v3" for t in names],
         f"{len(names)} x {len(seeds)}",
@@ -87,7 +88,7 @@ def against_filtered_bc_20k(root, label, names, seeds):
             for a in arms
         }
     point = part[f"{size} at 20k"]["probability_of_improvement"][f"{label},{FBC_LONG}"]["point"]
-    part["reading"] = "level given the steps" if point >= 0.5 else "behind at 20k too"
+    part["reading"] = "level given the steps" if point >= 0.5 else behind
     return part
 
 
@@ -112,10 +113,7 @@ def mixed_20k(root):
 
 def mixed_20k_4x3(root):
     """The fortieth amendment: `mixed_20k` over seeds 0-2; None until all 24 runs exist."""
-    part = against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1, 2))
-    if part is not None:
-        part["reading"] = part["reading"].removesuffix(" too")  # the plan's words
-    return part
+    return against_filtered_bc_20k(root, DEFAULT + "m20k", MIXED, (0, 1, 2), "behind at 20k")
 
 
 def screen(root, label, task, seeds, steps):
@@ -296,20 +294,17 @@ def main(root, path):
         long["compared with"] = "aw03_20k and filtered_bc20k of steps20k.json (Intel Xeon)"
         out["held-out 4 x 2, 20k (thirty-second amendment)"] = long
         print("held-out 20k:", long["reading"], "| 10k equal:", long["10k equals the 10k runs"])
-    long3 = held_out_20k_4x3(root)
-    if long3 is not None:
-        out["held-out 4 x 3, 20k, filtered BC on the same machine (thirty-eighth amendment)"] = (
-            long3
-        )
-        print("held-out 4 x 3 at 20k:", long3["reading"])
-    mixed = mixed_20k(root)
-    if mixed is not None:
-        out["the suite's mixtures 4 x 2, 20k, filtered BC beside (thirty-ninth amendment)"] = mixed
-        print("mixed 4 x 2 at 20k:", mixed["reading"])
-    mixed3 = mixed_20k_4x3(root)
-    if mixed3 is not None:
-        out["the suite's mixtures 4 x 3, 20k, filtered BC beside (fortieth amendment)"] = mixed3
-        print("mixed 4 x 3 at 20k:", mixed3["reading"])
+    for key, part in (
+        ("held-out 4 x 3, 20k, filtered BC on the same machine (thirty-eighth amendment)",
+         held_out_20k_4x3(root)),
+        ("the suite's mixtures 4 x 2, 20k, filtered BC beside (thirty-ninth amendment)",
+         mixed_20k(root)),
+        ("the suite's mixtures 4 x 3, 20k, filtered BC beside (fortieth amendment)",
+         mixed_20k_4x3(root)),
+    ):  # fmt: skip
+        if part is not None:
+            out[key] = part
+            print(f"{key}: {part['reading']}")
     c = screen_c(root)
     if c is not None:
         out["screen C, held-out lever-pull and plate-slide, k = 32, T = 0.2, 10k"] = c
