@@ -1,5 +1,6 @@
 """The presets' CVL against the baselines the issue's targets name, all trained by one command
-on one machine: `cvl-paper mixed|hard --algorithms cvl_mc iql filtered_bc bc weighted_bc fql`.
+on one machine: `cvl-paper mixed|hard --algorithms cvl_mc iql filtered_bc bc weighted_bc fql`
+(on `hard` also `cvl`, CVL with random features).
 argv: PRESET_ROOT PUBLISHED_ROOT out.json.
 
 PRESET_ROOT holds ``mixed/`` and ``hard/``, each a `cvl-paper` experiment folder; PUBLISHED_ROOT
@@ -9,7 +10,8 @@ CI per method, P(cvl_mc > method), on the hard suite also over its stitched half
 return and success, and whether each baseline's per-task mean return repeats the published
 table it was last reported in (`policy-average/{suite,hard}/table.md`, whose runs trained the
 same learners with the same settings one by one), and weighted BC's per-run scores those of
-`return-weighting/control.json`."""
+`return-weighting/control.json`, and CVL with random features the table of
+`hard-rff/policy-average/`."""
 
 import json
 import sys
@@ -20,17 +22,15 @@ import numpy as np
 from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 
-ALGOS = ("cvl_mc", "iql", "filtered_bc", "bc", "weighted_bc", "fql")
+ALGOS = ("cvl_mc", "iql", "filtered_bc", "bc", "weighted_bc", "fql", "cvl")
 STITCHED = ("door-open-v3", "drawer-open-v3")
-PUBLISHED = {  # suite -> (table, {our learner: its column there})
-    "mixed": (
-        "policy-average/suite/table.md",
-        {"iql": "iql_ema001", "filtered_bc": "fbc_ema001", "bc": "bc", "fql": "fql_a10"},
-    ),
-    "hard": (
-        "policy-average/hard/table.md",
-        {"iql": "iql_ema001", "filtered_bc": "fbc_ema001", "bc": "bc", "fql": "fql_a10"},
-    ),
+BASELINE_COLUMNS = {"iql": "iql_ema001", "filtered_bc": "fbc_ema001", "bc": "bc", "fql": "fql_a10"}
+PUBLISHED = {  # suite -> [(table, {our learner: its column there})]
+    "mixed": [("policy-average/suite/table.md", BASELINE_COLUMNS)],
+    "hard": [
+        ("policy-average/hard/table.md", BASELINE_COLUMNS),
+        ("hard-rff/policy-average/table.md", {"cvl": "cvl"}),
+    ],
 }
 WEIGHTED_BC = ("return-weighting/control.json", "awbc01")
 """Weighted BC's published per-run scores (file, label; the key ``"<suite> with awbc01"``)."""
@@ -80,19 +80,17 @@ def suite_numbers(folder: Path, suite: str, published_root: Path) -> dict:
                 "success": float(np.mean([r.final["success_rate"] for r in mine])),
             }
     out["per_task"] = per_task
-    table, columns = PUBLISHED[suite]
-    theirs = published_means(published_root / table)
-    out["published"] = {
-        a: {
-            "column": col,
-            "table": table,
-            "max_abs_difference_of_task_means": max(
-                abs(per_task[a][t]["mean_return"] - theirs[col][t]) for t in tasks
-            ),
-        }
-        for a, col in columns.items()
-        if a in per_task
-    }
+    out["published"] = {}
+    for table, columns in PUBLISHED[suite]:
+        theirs = published_means(published_root / table)
+        for a, col in columns.items():
+            if a in per_task:
+                diff = max(abs(per_task[a][t]["mean_return"] - theirs[col][t]) for t in tasks)
+                out["published"][a] = {
+                    "column": col,
+                    "table": table,
+                    "max_abs_difference_of_task_means": diff,
+                }
     if "weighted_bc" in scores:
         file, label = WEIGHTED_BC
         theirs = json.loads((published_root / file).read_text())[f"{suite} with {label}"]
