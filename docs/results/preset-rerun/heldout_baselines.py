@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from baselines import fmt, iqm_and_p
 
-from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.envs.expert_scores import normalized_score
 
 CVL_KEY = "held-out 4 x 3, 10k, against filtered BC and weighted BC (control.json)"
@@ -35,23 +35,17 @@ def main(argv: list[str]) -> None:
         scores[algo] = np.asarray(columns, dtype=np.float64).T
     if any(s.shape != (3, len(tasks)) for s in scores.values()):
         raise SystemExit("expected 3 seeds x 4 tasks for every method")
-    agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [("cvl_mc", a) for a in BASELINES])
     out = {
         "tasks": tasks,
         "scores": {a: s.tolist() for a, s in scores.items()},
-        "iqm": {a: agg[a]["IQM"] for a in scores},
-        "p_cvl_mc_over": {k.split(",")[1]: v for k, v in poi.items()},
+        **iqm_and_p(scores),
     }
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1) + "\n")
     tmp.rename(out_file)
     for a, iqm in out["iqm"].items():
         p = out["p_cvl_mc_over"].get(a)
-        line = f"{a:12s} IQM {iqm['point']:.2f} [{iqm['low']:.2f}, {iqm['high']:.2f}]"
-        if p:
-            line += f"  P(cvl_mc > it) {p['point']:.2f} [{p['low']:.2f}, {p['high']:.2f}]"
-        print(line)
+        print(f"{a:12s} IQM {fmt(iqm)}" + (f"  P(cvl_mc > it) {fmt(p)}" if p else ""))
 
 
 if __name__ == "__main__":
