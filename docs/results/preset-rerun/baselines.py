@@ -1,5 +1,5 @@
 """The presets' CVL against the baselines the issue's targets name, all trained by one command
-on one machine: `cvl-paper mixed|hard --algorithms cvl_mc iql filtered_bc bc weighted_bc fql cvl`
+on one machine: `cvl-paper mixed|hard --algorithms cvl_mc iql filtered_bc bc weighted_bc fql cvl cql`
 (`cvl`: CVL with random features).
 argv: PRESET_ROOT PUBLISHED_ROOT out.json.
 
@@ -10,8 +10,9 @@ CI per method, P(cvl_mc > method), on the hard suite also over its stitched half
 return and success, and whether each baseline's per-task mean return repeats the published
 table it was last reported in (`policy-average/{suite,hard}/table.md`, whose runs trained the
 same learners with the same settings one by one), and weighted BC's per-run scores those of
-`return-weighting/control.json`, and CVL with random features the `rff_ema001` column of
-`policy-average/suite/` and the table of `hard-rff/policy-average/`."""
+`return-weighting/control.json`, CVL with random features the `rff_ema001` column of
+`policy-average/suite/` and the table of `hard-rff/policy-average/`, and CQL the `cql_10k`
+column of `mixed/` and the table of `hard-cql/`."""
 
 import json
 import sys
@@ -22,14 +23,18 @@ import numpy as np
 from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 
-ALGOS = ("cvl_mc", "iql", "filtered_bc", "bc", "weighted_bc", "fql", "cvl")
+ALGOS = ("cvl_mc", "iql", "filtered_bc", "bc", "weighted_bc", "fql", "cvl", "cql")
 STITCHED = ("door-open-v3", "drawer-open-v3")
 BASELINE_COLUMNS = {"iql": "iql_ema001", "filtered_bc": "fbc_ema001", "bc": "bc", "fql": "fql_a10"}
 PUBLISHED = {  # suite -> [(table, {our learner: its column there})]
-    "mixed": [("policy-average/suite/table.md", {**BASELINE_COLUMNS, "cvl": "rff_ema001"})],
+    "mixed": [
+        ("policy-average/suite/table.md", {**BASELINE_COLUMNS, "cvl": "rff_ema001"}),
+        ("mixed/table.md", {"cql": "cql_10k"}),
+    ],
     "hard": [
         ("policy-average/hard/table.md", BASELINE_COLUMNS),
         ("hard-rff/policy-average/table.md", {"cvl": "cvl"}),
+        ("hard-cql/table.md", {"cql": "cql"}),
     ],
 }
 WEIGHTED_BC = ("return-weighting/control.json", "awbc01")
