@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+# The presets' settings written out, not read from the packages: every commit must run the same
+# ones, whatever its own presets say.
 RFF = [
     "lr=1e-3",
     'sampler_mode="uniform"',
