@@ -1,14 +1,15 @@
 """The presets' runs scored by 30 episodes of their final policies instead of their last three
-evaluations pooled. argv: PRESET_ROOT out.json SUITE=ALGO,ALGO,... [SUITE=...] (the first learner is the one
-compared with the others).
+evaluations pooled. argv: PRESET_ROOT out.json SUITE=ALGO,ALGO,... [SUITE=...] (cvl_mc first: it
+is the learner compared with the others).
 
 PRESET_ROOT holds the `cvl-paper` experiment folders (``mixed/``, ``hard/``). Every run of the
-learners below has been evaluated by ``cvl-evaluate --checkpoint <run> --episodes 30 --seed 100``
+named learners has been evaluated by ``cvl-evaluate --checkpoint <run> --episodes 30 --seed 100``
 (the training's evaluation seed), which writes ``<run>/final/eval_30ep_seed100.json``. A run's
 score is the expert-normalised mean return of those 30 episodes. Their first 10 have the episode
 seeds of the training's last evaluation (10 episodes at 10k, seed 100); how far they are from it
-is recorded (the policy's batched pass over 30 environments rounds differently than over 10). Per suite: rliable IQM with 95% CIs, P(cvl_mc > each), the same pooled-score numbers
-beside them (`baselines.json`'s), and the per-task success over the 30 episodes."""
+is recorded (the policy's batched pass over 30 environments rounds differently than over 10).
+Per suite: rliable IQM with 95% CIs, P(cvl_mc > each) and the success per task over the 30
+episodes; the pooled scores stand in `baselines.json`."""
 
 import json
 import sys
