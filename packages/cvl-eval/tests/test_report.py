@@ -218,3 +218,44 @@ def test_scores_pool_the_last_evaluations(runs_root, tmp_path):
         report(
             ReportConfig(runs=(str(runs_root / "runs"),), out_dir=str(tmp_path / "x"), last_evals=3)
         )
+
+
+def test_final_episodes_score_each_run_by_its_final_policy(runs_root, tmp_path):
+    """``final_episodes=4`` scores each run by the 4 episodes `cvl-evaluate` wrote into its
+    ``final/`` (read here by hand); their first 3 have the seeds of the run's last evaluation
+    and the same policy, so they repeat its returns. A run without the file is refused with the
+    command that writes it; so are sampled actions, another step, and mixing with pooling."""
+    from cvl_eval.rollout.checkpoint import EvaluateConfig, evaluate_checkpoint
+
+    shutil.copytree(runs_root / "runs", tmp_path / "runs")
+    roots = (str(tmp_path / "runs"),)
+    config = ReportConfig(runs=roots, out_dir=str(tmp_path / "out"), final_episodes=4)
+    with pytest.raises(ConfigError, match=r"eval_4ep_seed100.json: missing; write it with "):
+        report(config)
+    runs = sorted((tmp_path / "runs").glob("*/seed_*"))
+    for run in runs:
+        evaluate_checkpoint(EvaluateConfig(str(run), episodes=4, seed=100, max_steps=8))
+    summary = report(dataclasses.replace(config, bootstrap_reps=50))
+    assert summary["scored_by"] == "4 episodes of the final policy"
+    for algorithm in ("bc", "cvl"):
+        expected = []
+        for seed in (0, 1):
+            run = tmp_path / "runs" / algorithm / f"seed_{seed}"
+            returns = json.loads((run / "final" / "eval_4ep_seed100.json").read_text())["returns"]
+            last = json.loads((run / "evals.jsonl").read_text().splitlines()[-1])
+            assert returns[:3] == pytest.approx(last["episode_returns"], rel=1e-4, abs=1e-4)
+            expected.append(float(np.mean(returns)))
+        assert summary["final_return"][algorithm]["reach-v3"] == pytest.approx(expected)
+    assert "4 episodes of the final policy" in (tmp_path / "out" / "report.md").read_text()
+    with pytest.raises(ConfigError, match="drop --last-evals and --up-to-step"):
+        report(dataclasses.replace(config, last_evals=2))
+    sampled = EvaluateConfig(str(runs[0]), episodes=4, seed=100, max_steps=8, deterministic=False)
+    evaluate_checkpoint(sampled)
+    with pytest.raises(ConfigError, match=r"eval_4ep_seed100.json: \{'deterministic': False"):
+        report(config)
+    evaluate_checkpoint(dataclasses.replace(sampled, deterministic=True))
+    file = runs[1] / "final" / "eval_4ep_seed100.json"
+    document = json.loads(file.read_text())
+    file.write_text(json.dumps({**document, "learner_step": 3}))
+    with pytest.raises(ConfigError, match=r"\{'learner_step': 3\}, expected 4 episodes .* step 4"):
+        report(config)

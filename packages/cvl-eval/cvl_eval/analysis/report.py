@@ -65,6 +65,12 @@ class ReportConfig:
     """Read every run as if it had stopped at this step: its evaluations after it are left out
     of the score, the learning curves and rliable's sample-efficiency curves, and each run must
     have evaluated at exactly this step (e.g. the 10k-step score of 30k-step runs)."""
+    final_episodes: int | None = None
+    """Score each run by this many episodes of its final policy instead of its evaluations:
+    ``<run>/final/eval_<N>ep_seed<S>.json``, written beforehand by ``cvl-evaluate --checkpoint
+    <run> --episodes N --seed S`` (S the run's evaluation seed; a run without it is refused with
+    that command). Learning curves still come from the evaluations. Not with ``last_evals`` or
+    ``up_to_step``."""
     title: str = "CVL report"
     """Heading of ``report.md``."""
     pairs: tuple[str, ...] = ()
@@ -111,7 +117,7 @@ def report(config: ReportConfig) -> dict[str, Any]:
         "final_return": returns,
         "final_success": successes,
         "values_are": "per evaluation episode" if per_episode else "per seed",
-        "scored_by": _scored_by(config.last_evals, config.up_to_step),
+        "scored_by": _scored_by(config.last_evals, config.up_to_step, config.final_episodes),
         "files": files,
     }
     write_json_atomic(out / "report.json", summary)
@@ -121,7 +127,11 @@ def report(config: ReportConfig) -> dict[str, Any]:
     return summary
 
 
-def _scored_by(last_evals: int, up_to_step: int | None = None) -> str:
+def _scored_by(
+    last_evals: int, up_to_step: int | None = None, final_episodes: int | None = None
+) -> str:
+    if final_episodes is not None:
+        return f"{final_episodes} episodes of the final policy"
     at = "" if up_to_step is None else f" up to step {up_to_step}"
     if last_evals == 1:
         return (
@@ -135,7 +145,7 @@ def _selected_runs(config: ReportConfig) -> tuple[list[str], list[RunRecord]]:
     if config.bootstrap_reps < 1:
         raise ConfigError("bootstrap_reps must be >= 1")
     try:
-        runs = load_runs(config.runs, config.last_evals, config.up_to_step)
+        runs = load_runs(config.runs, config.last_evals, config.up_to_step, config.final_episodes)
     except FileNotFoundError as error:
         raise ConfigError(str(error)) from None
     if not runs:

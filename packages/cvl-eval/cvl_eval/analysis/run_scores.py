@@ -23,6 +23,7 @@ __all__ = [
     "curve_records",
     "grouped",
     "evals_up_to",
+    "final_policy_eval",
     "load_runs",
     "pooled_evals",
     "score_dict",
@@ -42,18 +43,19 @@ class RunRecord:
 
 
 def load_runs(
-    roots: Sequence[str], last_evals: int = 1, up_to_step: int | None = None
+    roots: Sequence[str],
+    last_evals: int = 1,
+    up_to_step: int | None = None,
+    final_episodes: int | None = None,
 ) -> list[RunRecord]:
     """Finished runs under ``roots`` (`cvl_eval.runs.index.find_runs`); with ``last_evals``
     K > 1 each run's ``final`` pools the episodes of its last K evaluations (`pooled_evals`);
     with ``up_to_step`` S each run is read as if it had stopped at step S (`evals_up_to`: its
     evaluations after S are dropped, and ``final`` pools its last K evaluations up to S), so
-    that longer runs also give the score of a shorter budget. Every ``results.json`` is checked
-    first (`_checked_results`)."""
-    if last_evals < 1:
-        raise ConfigError(f"--last-evals must be >= 1, got {last_evals}")
-    if up_to_step is not None and up_to_step < 1:
-        raise ConfigError(f"--up-to-step must be >= 1, got {up_to_step}")
+    that longer runs also give the score of a shorter budget; with ``final_episodes`` N each
+    run's ``final`` is N episodes of its final policy (`final_policy_eval`). Every
+    ``results.json`` is checked first (`_checked_results`)."""
+    _check_scoring(last_evals, up_to_step, final_episodes)
     records = []
     for path in find_runs([Path(r) for r in roots]):
         run = RunFolder(path)
@@ -64,6 +66,8 @@ def load_runs(
             evals = evals_up_to(evals, up_to_step, path)
         if up_to_step is not None or last_evals > 1:
             final = pooled_evals(evals, last_evals, path)
+        if final_episodes is not None:
+            final = final_policy_eval(run, results, final_episodes)
         records.append(
             RunRecord(
                 path=path,
@@ -75,6 +79,69 @@ def load_runs(
             )
         )
     return records
+
+
+def _check_scoring(last_evals: int, up_to_step: int | None, final_episodes: int | None) -> None:
+    """The scoring flags in their ranges, and at most one way of scoring a run."""
+    if last_evals < 1:
+        raise ConfigError(f"--last-evals must be >= 1, got {last_evals}")
+    if up_to_step is not None and up_to_step < 1:
+        raise ConfigError(f"--up-to-step must be >= 1, got {up_to_step}")
+    if final_episodes is not None:
+        if final_episodes < 1:
+            raise ConfigError(f"--final-episodes must be >= 1, got {final_episodes}")
+        if last_evals > 1 or up_to_step is not None:
+            raise ConfigError(
+                "--final-episodes scores each run by its final policy alone: drop --last-evals "
+                "and --up-to-step"
+            )
+
+
+def final_policy_eval(run: RunFolder, results: dict[str, Any], episodes: int) -> dict[str, Any]:
+    """A run scored by ``episodes`` episodes of its final policy: ``final/eval_<N>ep_seed<S>.json``
+    as ``cvl-evaluate --checkpoint <run> --episodes N --seed S`` writes it, S the run's own
+    evaluation seed (``eval_seed`` of its config.json), so that its first episodes have the
+    seeds of the training's evaluations. Fewer, noisier episodes per evaluation are what
+    `pooled_evals` works around by pooling; this scores the policy the run ends with instead of
+    a mean over the last evaluations of a policy that may still be learning. Refused, naming the
+    file: a missing one (with the command that writes it), another episode count, task or step,
+    sampled actions, or a policy other than the one the run's evaluations act with."""
+    seed = read_json(run.config).get("train_config", {}).get("eval_seed")
+    if not isinstance(seed, int):
+        raise ConfigError(f"{run.config} (field 'train_config.eval_seed'): expected an int")
+    file = run.final / f"eval_{episodes}ep_seed{seed}.json"
+    if not file.is_file():
+        raise ConfigError(
+            f"{file}: missing; write it with `cvl-evaluate --checkpoint {run.path} --episodes "
+            f"{episodes} --seed {seed}`"
+        )
+    try:
+        document = read_json(file)
+        returns = [float(r) for r in document["returns"]]
+        successes = [bool(x) for x in document["successes"]]
+        found = {k: document[k] for k in ("env_name", "learner_step", "deterministic", "policy")}
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"{file}: not an evaluation written by cvl-evaluate ({error!r})"
+        ) from None
+    expected = {"env_name": results["task"], "learner_step": results.get("steps")}
+    wrong = {k: found[k] for k, v in expected.items() if found[k] != v}
+    if len(returns) != episodes or len(successes) != episodes:
+        wrong["episodes"] = len(returns)
+    if found["deterministic"] is not True or found["policy"] == "trained":
+        wrong.update(deterministic=found["deterministic"], policy=found["policy"])
+    if wrong:
+        raise ConfigError(
+            f"{file}: {wrong}, expected {episodes} episodes of the run's task {results['task']} "
+            f"at its final step {results.get('steps')}, mean actions of its acting policy"
+        )
+    return {
+        "mean_return": float(np.mean(returns)),
+        "success_rate": float(np.mean(successes)),
+        "returns": returns,
+        "successes": successes,
+        "steps": [int(found["learner_step"])],
+    }
 
 
 def pooled_evals(evals: list[dict[str, Any]], last: int, path: Path) -> dict[str, Any]:
