@@ -3,7 +3,8 @@
 `run_paper_experiment(PaperConfig(experiment=...))` runs one of the presets
 (`cvl_eval.pipelines.paper_presets.PRESETS`) in ``out_dir``: ``data/``
 (`cvl_eval.datagen.dispatch`), ``runs/`` (`cvl_eval.pipelines.sweep`), ``report/``
-(`cvl_eval.analysis.report`) and, for Mountain Car, ``mountain_car/``
+(`cvl_eval.analysis.report`), with ``final_episodes`` N also ``report_final<N>/`` (every run
+scored by N episodes of its final policy) and, for Mountain Car, ``mountain_car/``
 (`cvl_eval.analysis.mountain_car`). Every stage resumes, so an interrupted experiment is
 continued by running the same command again.
 """
@@ -116,6 +117,8 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
         "report": summary["files"],
         "warnings": [],
     }
+    if config.final_episodes is not None:
+        result["report_final"] = _final_policy_report(plan, config)
     replay = {task: e["paths"][0] for task, e in generation.items() if e["kind"] == "sac"}
     if replay:  # what SAC learned while writing the data: report/sac_generation.{json,png}
         from cvl_eval.pipelines.sac_generation import summarise_sac_generation
@@ -131,6 +134,46 @@ def run_paper_experiment(config: PaperConfig) -> dict[str, Any]:
             )
     write_json_atomic(out / "experiment.json", result)
     return result
+
+
+def _final_policy_report(plan: dict[str, Any], config: PaperConfig) -> dict[str, str]:
+    """Every run of the preset's learners evaluated by ``final_episodes`` episodes of its final
+    policy (runs that have that file already are skipped), then the report scored by them."""
+    from tqdm import tqdm
+
+    from cvl_eval.analysis.report import ReportConfig, report
+    from cvl_eval.rollout.checkpoint import EvaluateConfig, evaluate_checkpoint
+    from cvl_eval.runs.folder import RunFolder, read_json
+    from cvl_eval.runs.index import find_runs
+
+    preset, out, episodes = plan["preset"], plan["out"], config.final_episodes
+    runs = [RunFolder(p) for a in preset.algorithms for p in find_runs([out / "runs" / a])]
+    todo = []
+    for run in runs:
+        seed = read_json(run.config)["train_config"]["eval_seed"]
+        if not (run.final / f"eval_{episodes}ep_seed{seed}.json").is_file():
+            todo.append(
+                EvaluateConfig(
+                    str(run.path),
+                    episodes,
+                    seed,
+                    max_steps=config.eval_max_steps,
+                    device=config.device,
+                )
+            )
+    for evaluation in tqdm(todo, desc="final policies", unit="run", disable=not config.progress):
+        evaluate_checkpoint(evaluation)
+    summary = report(
+        ReportConfig(
+            runs=(str(out / "runs"),),
+            out_dir=str(out / f"report_final{episodes}"),
+            algorithms=preset.algorithms,
+            bootstrap_reps=config.bootstrap_reps,
+            title=preset.description,
+            final_episodes=episodes,
+        )
+    )
+    return summary["files"]
 
 
 def _mountain_car(out: Path, generation: dict[str, Any], budget: Budget) -> dict[str, Any]:

@@ -320,6 +320,12 @@ class PaperConfig:
     """Episodes per evaluation."""
     eval_max_steps: int | None = None
     """Optional evaluation episode step limit (tests)."""
+    final_episodes: int | None = None
+    """Also score every run by this many episodes of its final policy: after the sweep each run
+    of the preset's learners is evaluated (`cvl_eval.rollout.checkpoint`, its evaluation seed;
+    skipped where ``final/eval_<N>ep_seed<S>.json`` exists) and a second report is written to
+    ``report_final<N>/`` (`cvl_eval.analysis.report.ReportConfig.final_episodes`). About 1 s
+    per episode on a CPU."""
     pretrain_steps: int | None = None
     """Override the pretraining updates."""
     hidden: tuple[int, ...] | None = None
@@ -416,6 +422,8 @@ def resolve(config: PaperConfig) -> dict[str, Any]:
         changes["related_kind"] = None
     budget = dataclasses.replace(budget, **changes)
     _check_scoring(budget)
+    if config.final_episodes is not None and config.final_episodes < 1:
+        raise ConfigError(f"--final-episodes must be >= 1, got {config.final_episodes}")
     if budget.tasks == ("__all__",):
         budget = dataclasses.replace(budget, tasks=TASK_NAMES)
     try:
