@@ -23,6 +23,7 @@ __all__ = [
     "curve_records",
     "grouped",
     "evals_up_to",
+    "final_eval_file",
     "final_policy_eval",
     "load_runs",
     "pooled_evals",
@@ -97,6 +98,15 @@ def _check_scoring(last_evals: int, up_to_step: int | None, final_episodes: int 
             )
 
 
+def final_eval_file(run: RunFolder, episodes: int) -> tuple[Path, int]:
+    """Where ``cvl-evaluate --checkpoint <run> --episodes N --seed S`` writes its result, and S,
+    the run's own evaluation seed (``train_config.eval_seed`` of its config.json)."""
+    seed = read_json(run.config).get("train_config", {}).get("eval_seed")
+    if not isinstance(seed, int):
+        raise ConfigError(f"{run.config} (field 'train_config.eval_seed'): expected an int")
+    return run.final / f"eval_{episodes}ep_seed{seed}.json", seed
+
+
 def final_policy_eval(run: RunFolder, results: dict[str, Any], episodes: int) -> dict[str, Any]:
     """A run scored by ``episodes`` episodes of its final policy: ``final/eval_<N>ep_seed<S>.json``
     as ``cvl-evaluate --checkpoint <run> --episodes N --seed S`` writes it, S the run's own
@@ -106,10 +116,7 @@ def final_policy_eval(run: RunFolder, results: dict[str, Any], episodes: int) ->
     a mean over the last evaluations of a policy that may still be learning. Refused, naming the
     file: a missing one (with the command that writes it), another episode count, task or step,
     sampled actions, or a policy other than the one the run's evaluations act with."""
-    seed = read_json(run.config).get("train_config", {}).get("eval_seed")
-    if not isinstance(seed, int):
-        raise ConfigError(f"{run.config} (field 'train_config.eval_seed'): expected an int")
-    file = run.final / f"eval_{episodes}ep_seed{seed}.json"
+    file, seed = final_eval_file(run, episodes)
     if not file.is_file():
         raise ConfigError(
             f"{file}: missing; write it with `cvl-evaluate --checkpoint {run.path} --episodes "

@@ -142,16 +142,17 @@ def _final_policy_report(plan: dict[str, Any], config: PaperConfig) -> dict[str,
     from tqdm import tqdm
 
     from cvl_eval.analysis.report import ReportConfig, report
+    from cvl_eval.analysis.run_scores import final_eval_file
     from cvl_eval.rollout.checkpoint import EvaluateConfig, evaluate_checkpoint
-    from cvl_eval.runs.folder import RunFolder, read_json
+    from cvl_eval.runs.folder import RunFolder
     from cvl_eval.runs.index import find_runs
 
     preset, out, episodes = plan["preset"], plan["out"], config.final_episodes
     runs = [RunFolder(p) for a in preset.algorithms for p in find_runs([out / "runs" / a])]
     todo = []
     for run in runs:
-        seed = read_json(run.config)["train_config"]["eval_seed"]
-        if not (run.final / f"eval_{episodes}ep_seed{seed}.json").is_file():
+        file, seed = final_eval_file(run, episodes)
+        if not file.is_file():
             todo.append(
                 EvaluateConfig(
                     str(run.path),
@@ -159,6 +160,7 @@ def _final_policy_report(plan: dict[str, Any], config: PaperConfig) -> dict[str,
                     seed,
                     max_steps=config.eval_max_steps,
                     device=config.device,
+                    out=str(file),
                 )
             )
     for evaluation in tqdm(todo, desc="final policies", unit="run", disable=not config.progress):
