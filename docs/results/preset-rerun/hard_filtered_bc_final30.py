@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from baselines import fmt, iqm_and_p
+from baselines import STITCHED, fmt, iqm_and_p
 from final30 import run_score
 
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 
 CLONING = ("filtered_bc",)
-STITCHED = ("door-open-v3", "drawer-open-v3")
 
 
 def main(argv: list[str]) -> None:

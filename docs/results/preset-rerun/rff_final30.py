@@ -15,11 +15,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from baselines import STITCHED
 
 from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.run_scores import load_runs, score_dict
-
-STITCHED = ("door-open-v3", "drawer-open-v3")
 
 
 def rff_and_mc(scores: dict[str, np.ndarray]) -> dict:
@@ -30,7 +29,8 @@ def rff_and_mc(scores: dict[str, np.ndarray]) -> dict:
 
 def suite(root: Path, name: str, here: Path) -> dict:
     runs_root = str(root / name / "runs" / "cvl")
-    final, tasks, normalized = score_dict(load_runs([runs_root], final_episodes=30), ["cvl"])
+    runs = load_runs([runs_root], final_episodes=30)
+    final, tasks, normalized = score_dict(runs, ["cvl"])
     pooled, pooled_tasks, _ = score_dict(load_runs([runs_root], last_evals=3), ["cvl"])
     stored = json.loads((here / "final30.json").read_text())[name]
     published = json.loads((here / "baselines.json").read_text())[name]
@@ -39,7 +39,6 @@ def suite(root: Path, name: str, here: Path) -> dict:
     scores = {"cvl_mc": np.asarray(stored["scores"]["cvl_mc"]), "cvl": final["cvl"]}
     if any(s.shape != (3, 4) for s in scores.values()):
         raise SystemExit(f"{name}: expected 3 seeds x 4 tasks")
-    runs = load_runs([runs_root], final_episodes=30)
     success = {
         t: float(np.mean([r.final["success_rate"] for r in runs if r.task == t])) for t in tasks
     }
