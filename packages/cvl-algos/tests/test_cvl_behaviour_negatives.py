@@ -1,7 +1,8 @@
 """The action-contrast term with negatives drawn from a behaviour model at the anchor's own
 state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow),
 uniform on the action box ("uniform"), near misses of the data's action ("perturbed") and half
-other anchors' actions, half uniform ("batch_uniform"): the loss against a naive per-anchor
+other anchors' actions, half uniform ("batch_uniform") and half the policy's own, half uniform
+("policy_uniform"): the loss against a naive per-anchor
 reference in float64, the default negatives as a special case, each behaviour model's fit, the
 learner's draws, checkpoints, resumption, vectorised seeds and the config's refusals."""
 
@@ -94,7 +95,7 @@ FIT_METRIC = {"behaviour": ("behaviour_nll", 1.0), "behaviour_flow": ("behaviour
 """Each model's fit metric and by how much 100 updates on one batch must lower it."""
 
 
-DRAWING = ("uniform", "perturbed", "batch_uniform")
+DRAWING = ("uniform", "perturbed", "batch_uniform", "policy_uniform")
 """The sources that draw their negatives without a behaviour model."""
 
 
@@ -178,6 +179,52 @@ def test_batch_uniform_loss_matches_the_naive_reference_on_its_draws():
     assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
+def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_draws():
+    _drawn_negatives("policy_uniform", 1)  # K = 3: the mode, then two uniform draws
+    # K = 4: the policy's mode, one sample of its tanh-Gaussian, then two uniform draws
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    config["action_contrast_negatives"] = 4
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    batch = make_contrastive_batch(0)
+    learner.update(batch)
+    with torch.no_grad():
+        mean, log_std = learner.policy(batch.obs_t)
+    draws = torch.stack([learner._negative_actions(batch, 0) for _ in range(400)])  # (N, 4, B, A)
+    assert draws.shape[1:] == (4, *batch.action_t.shape) and not draws.requires_grad
+    assert torch.equal(draws[:, 0], torch.tanh(mean).expand_as(draws[:, 0]))
+    # the sample: atanh of it is mean + std * eps, eps standard normal
+    eps = (torch.atanh(draws[:, 1].clamp(-0.999999, 0.999999)) - mean) / log_std.exp()
+    assert abs(float(eps.mean())) < 0.05 and abs(float(eps.std()) - 1.0) < 0.05
+    uniform = draws[:, 2:]
+    assert abs(float(uniform.mean())) < 0.02 and abs(float(uniform.var()) - 1 / 3) < 0.02
+
+
+def test_policy_uniform_loss_matches_the_naive_reference_on_its_draws():
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    critic = learner.critic.double()
+    learner.policy.double()
+    batch = double_batch(make_contrastive_batch(1, size=6))
+    negatives = learner._negative_actions(batch, 0)
+    assert negatives.shape == (3, *batch.action_t.shape) and negatives.dtype == torch.float64
+    psi_future = critic.psi(batch.obs_future)
+    positive = (critic.phi(batch.obs_t, batch.action_t) * psi_future).sum(-1) / critic.temperature
+    loss, _ = action_contrastive_loss(
+        critic, positive, batch.obs_t, batch.action_t, psi_future, 3, negative_actions=negatives
+    )
+    want = _naive(critic, batch.obs_t, batch.action_t, batch.obs_future, negatives)
+    assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_policy_uniform_needs_the_mode_and_a_uniform_draw_and_a_tanh_gaussian() -> None:
+    config = {**BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    with pytest.raises(ValueError, match=r"action_contrast_negatives must be >= 2"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **{**config, "action_contrast_negatives": 1})
+    flow = {**config, "policy_extraction": "flow"}
+    with pytest.raises(ValueError, match="'policy_uniform' draws from a tanh-Gaussian policy"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **flow)
+
+
 def test_perturbed_noise_is_checked_and_read_by_that_source_alone():
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": "perturbed"}
     for bad in (0.0, -0.1, float("inf"), float("nan")):
@@ -235,6 +282,7 @@ def test_vectorised_seeds_equal_each_seed_alone(source) -> None:
         {"action_contrast_source": "uniform", "action_contrast_weight": 0.0},
         {"action_contrast_source": "perturbed", "action_contrast_weight": 0.0},
         {"action_contrast_source": "batch_uniform", "action_contrast_weight": 0.0},
+        {"action_contrast_source": "policy_uniform", "action_contrast_weight": 0.0},
     ],
 )
 def test_config_refusals(overrides) -> None:

@@ -32,6 +32,7 @@ ACTION_CONTRAST_SOURCES = (
     "uniform",
     "perturbed",
     "batch_uniform",
+    "policy_uniform",
 )
 """The values of `CVLConfig.action_contrast_source`; "batch" first, the default."""
 FLOW_EXTRACTIONS = ("flow", "flow_select")
@@ -132,7 +133,13 @@ class CVLConfig:
     batch size - 1) for ``action_contrast_source="batch"``, any number >= 1 for the sources that
     draw their own."""
     action_contrast_source: Literal[
-        "batch", "behaviour", "behaviour_flow", "uniform", "perturbed", "batch_uniform"
+        "batch",
+        "behaviour",
+        "behaviour_flow",
+        "uniform",
+        "perturbed",
+        "batch_uniform",
+        "policy_uniform",
     ] = "batch"
     """Where the term's negative actions come from. "batch": other anchors' actions, draws of
     the data's action marginal ``p(a)``, so the term's optimum is ``log p(a | s, s+) / p(a)``
@@ -170,7 +177,12 @@ class CVLConfig:
     paper). Held-out mixtures, 4 x 3: IQM 0.51 against uniform negatives' 0.43, P = 0.67 [0.44,
     0.89], short of the plan's 0.70; the hard suite 0.81 against 0.88, stitched door-open 0.33
     against 0.76 (the batch term's loss back), so "uniform" stays the presets' (docs/results.md,
-    "Half batch, half uniform negatives")."""
+    "Half batch, half uniform negatives"). "policy_uniform": half the current policy's, half
+    uniform: the policy's mode and ``K // 2 - 1`` samples of its tanh-Gaussian at the anchor's
+    state (no gradient reaches the policy), then ``K - K // 2`` uniform actions. DDPG+BC's Q term
+    climbs Q at the policy's mode, so that is where the critic must rank actions by their futures;
+    the proposal changes Q's optimum only by a function of ``(s, a)``, which the self-normalised Q
+    cancels (not in the paper; a tanh-Gaussian policy only)."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
@@ -485,19 +497,21 @@ class CVLConfig:
                 f"{self.critic_objective!r}"
             )
         # Other anchors' actions ("batch") are at most batch_size - 1; "batch_uniform" takes
-        # K - K // 2 of them and needs one of each kind; the other sources draw their own
-        # negatives, any number of them.
+        # K - K // 2 of them and needs one of each kind, as "policy_uniform" does; the other
+        # sources draw their own negatives, any number of them.
         least, most = 1, math.inf
         if self.action_contrast_source == "batch":
             most = self.batch_size - 1
         elif self.action_contrast_source == "batch_uniform":  # K - K // 2 <= batch_size - 1
             least, most = 2, 2 * (self.batch_size - 1)
+        elif self.action_contrast_source == "policy_uniform":  # the mode and a uniform draw
+            least = 2
         checked = self.action_contrast_weight > 0.0
         if checked and not least <= self.action_contrast_negatives <= most:
             bound = (
                 f"in [{least}, {most}] (batch_size {self.batch_size})"
                 if most < math.inf
-                else ">= 1"
+                else f">= {least}"
             )
             raise ValueError(
                 f"action_contrast_negatives must be {bound} with action_contrast_source "
@@ -620,6 +634,14 @@ class CVLConfig:
             )
         if self.act_candidates < 0:
             raise ValueError(f"act_candidates must be >= 0, got {self.act_candidates}")
+        if (
+            self.action_contrast_source == "policy_uniform"
+            and self.policy_extraction in FLOW_EXTRACTIONS
+        ):
+            raise ValueError(
+                f"action_contrast_source='policy_uniform' draws from a tanh-Gaussian policy; "
+                f"policy_extraction={self.policy_extraction!r} has none"
+            )
         if self.act_candidates and self.policy_extraction in FLOW_EXTRACTIONS:
             raise ValueError(
                 f"act_candidates takes a tanh-Gaussian policy; policy_extraction="

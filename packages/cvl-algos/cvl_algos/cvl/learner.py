@@ -23,7 +23,12 @@ from torch import Tensor, nn
 
 from cvl_algos.bc import bc_loss
 from cvl_algos.common import make_adam, policy_from_config, return_weight_options
-from cvl_algos.cvl.acting import FutureBank, select_action_by_q, select_flow_action_by_q
+from cvl_algos.cvl.acting import (
+    FutureBank,
+    candidate_actions,
+    select_action_by_q,
+    select_flow_action_by_q,
+)
 from cvl_algos.cvl.config import FLOW_EXTRACTIONS, CVLConfig, CVLMCConfig
 from cvl_algos.cvl.extraction import EXTRACTION_LOSSES, extraction_kwargs, flow_matching_loss
 from cvl_algos.cvl.losses import (
@@ -314,8 +319,9 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         draws at the batch's states (``action_contrast_source`` "behaviour", or "behaviour_flow":
         the flow integrated from K noises per state), uniform actions on [-1, 1] ("uniform"),
         the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), K - K // 2
-        other anchors' actions then K // 2 uniform ones ("batch_uniform"), else None (the loss
-        takes other anchors' actions)."""
+        other anchors' actions then K // 2 uniform ones ("batch_uniform"), the policy's mode and
+        K // 2 - 1 of its samples then K - K // 2 uniform ones ("policy_uniform"), else None (the
+        loss takes other anchors' actions)."""
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
             return None
@@ -327,6 +333,14 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             action_t = batch.action_t
             drawn = uniform_actions((num // 2, *action_t.shape), action_t.dtype, action_t.device)
             return torch.cat([other_anchors_actions(action_t, num - num // 2), drawn])
+        if cfg.action_contrast_source == "policy_uniform":
+            action_t = batch.action_t
+            with torch.no_grad():
+                own = candidate_actions(self.policy, batch.obs_t, num // 2 - 1)
+            drawn = uniform_actions(
+                (num - num // 2, *action_t.shape), action_t.dtype, action_t.device
+            )
+            return torch.cat([own.to(action_t.dtype), drawn])
         if cfg.action_contrast_source == "perturbed":
             action_t = batch.action_t
             noise = standard_normal((num, *action_t.shape), action_t.dtype, action_t.device)
