@@ -163,13 +163,15 @@ def test_batch_uniform_negatives_are_other_anchors_actions_then_uniform_draws():
     assert abs(float(drawn.mean())) < 0.02 and abs(float(drawn.var()) - 1 / 3) < 0.02
 
 
-def test_batch_uniform_loss_matches_the_naive_reference_on_its_draws():
-    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "batch_uniform"}
+@pytest.mark.parametrize("source", ["batch_uniform", "policy_uniform"])
+def test_mixed_sources_loss_matches_the_naive_reference_on_their_draws(source):
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": source}
     learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
     critic = learner.critic.double()
+    learner.policy.double()  # "policy_uniform" draws from it
     batch = double_batch(make_contrastive_batch(1, size=6))
     negatives = learner._negative_actions(batch, 0)
-    assert negatives.shape == (3, *batch.action_t.shape)
+    assert negatives.shape == (3, *batch.action_t.shape) and negatives.dtype == torch.float64
     psi_future = critic.psi(batch.obs_future)
     positive = (critic.phi(batch.obs_t, batch.action_t) * psi_future).sum(-1) / critic.temperature
     loss, _ = action_contrastive_loss(
@@ -197,23 +199,6 @@ def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_d
     assert abs(float(eps.mean())) < 0.05 and abs(float(eps.std()) - 1.0) < 0.05
     uniform = draws[:, 2:]
     assert abs(float(uniform.mean())) < 0.02 and abs(float(uniform.var()) - 1 / 3) < 0.02
-
-
-def test_policy_uniform_loss_matches_the_naive_reference_on_its_draws():
-    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
-    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
-    critic = learner.critic.double()
-    learner.policy.double()
-    batch = double_batch(make_contrastive_batch(1, size=6))
-    negatives = learner._negative_actions(batch, 0)
-    assert negatives.shape == (3, *batch.action_t.shape) and negatives.dtype == torch.float64
-    psi_future = critic.psi(batch.obs_future)
-    positive = (critic.phi(batch.obs_t, batch.action_t) * psi_future).sum(-1) / critic.temperature
-    loss, _ = action_contrastive_loss(
-        critic, positive, batch.obs_t, batch.action_t, psi_future, 3, negative_actions=negatives
-    )
-    want = _naive(critic, batch.obs_t, batch.action_t, batch.obs_future, negatives)
-    assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
 def test_policy_uniform_needs_the_mode_and_a_uniform_draw_and_a_tanh_gaussian() -> None:
