@@ -6,8 +6,8 @@ Each run is scored by the expert-normalised return of its last 3 evaluations poo
 its success over the same episodes. References: the presets' `cvl_mc` of
 `preset-rerun/heldout_baselines.json` (held-out, with filtered BC) and `preset-rerun/baselines.json`
 (`hard`). Screen H: held-out hammer and lever-pull x seeds 0 and 1; screen D: the hard suite's
-stitched door-open x seeds 0 and 1; the held-out 4 x 2 (rliable IQM, P(improvement)) once an
-arm's eight held-out runs exist."""
+stitched door-open x seeds 0 and 1; the held-out 4 x 2 and 4 x 3 (rliable IQM, P(improvement))
+once an arm's runs for them exist."""
 
 import json
 import sys
@@ -45,6 +45,33 @@ def per_run(root: Path) -> dict[tuple[str, int], dict]:
 def band(mean: float) -> str:
     low, high = BANDS_H
     return "gain" if mean >= high else "no gain" if mean <= low else "part"
+
+
+def held_out(arm: str, runs_h: dict, held: dict, seeds: tuple[int, ...]) -> dict:
+    """rliable IQM with 95% CIs of ``arm``, the presets' `cvl_mc` and filtered BC over the
+    held-out mixtures x ``seeds``, P(arm > each), and the arm's mean success per mixture; over 3
+    seeds also the amendment's reading (P(arm > cvl_mc) >= 0.6)."""
+    rows = list(seeds)
+    scores = {
+        arm: np.asarray([[runs_h[(t, s)]["normalized"] for t in HELD_OUT] for s in rows]),
+        "awcapn_t02": np.asarray(held["scores"]["cvl_mc"])[rows],
+        "filtered_bc": np.asarray(held["scores"]["filtered_bc"])[rows],
+    }
+    agg = aggregate_scores(scores)
+    pairs = [(arm, "awcapn_t02"), (arm, "filtered_bc")]
+    poi = probability_of_improvement(scores, pairs)
+    out = {
+        "tasks": HELD_OUT,
+        "iqm": {a: agg[a]["IQM"] for a in scores},
+        "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in pairs},
+        "mean success": {
+            t: float(np.mean([runs_h[(t, s)]["success"] for s in rows])) for t in HELD_OUT
+        },
+    }
+    if len(rows) == 3:
+        confirmed = poi[f"{arm},awcapn_t02"]["point"] >= 0.6
+        out["reading"] = "confirmed on the held-out mixtures" if confirmed else "not confirmed"
+    return out
 
 
 def main(argv: list[str]) -> None:
@@ -87,20 +114,9 @@ def main(argv: list[str]) -> None:
                 "mean normalised": normalized,
                 "reading": "keeps door-open" if success >= KEEPS_D else "loses door-open",
             }
-        if all((t, s) in runs_h for t in HELD_OUT for s in (0, 1)):
-            scores = {
-                arm: np.asarray([[runs_h[(t, s)]["normalized"] for t in HELD_OUT] for s in (0, 1)]),
-                "awcapn_t02": np.asarray(held["scores"]["cvl_mc"][:2]),
-                "filtered_bc": np.asarray(held["scores"]["filtered_bc"][:2]),
-            }
-            agg = aggregate_scores(scores)
-            pairs = [(arm, "awcapn_t02"), (arm, "filtered_bc")]
-            poi = probability_of_improvement(scores, pairs)
-            entry["held-out 4 x 2"] = {
-                "tasks": HELD_OUT,
-                "iqm": {a: agg[a]["IQM"] for a in scores},
-                "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in pairs},
-            }
+        for seeds, name in (((0, 1), "held-out 4 x 2"), ((0, 1, 2), "held-out 4 x 3")):
+            if all((t, s) in runs_h for t in HELD_OUT for s in seeds):
+                entry[name] = held_out(arm, runs_h, held, seeds)
         result[arm] = entry
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
