@@ -121,7 +121,7 @@ def main(argv: list[str]) -> None:
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
-    print(json.dumps({k: v for k, v in result.items()}, indent=1)[:4000])
+    print(json.dumps(result, indent=1)[:4000])
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
 state (``action_contrast_source`` "behaviour", a tanh-Gaussian, and "behaviour_flow", a flow),
 uniform on the action box ("uniform"), near misses of the data's action ("perturbed") and half
 other anchors' actions, half uniform ("batch_uniform") and half the policy's own, half uniform
-("policy_uniform"): the loss against a naive per-anchor
-reference in float64, the default negatives as a special case, each behaviour model's fit, the
-learner's draws, checkpoints, resumption, vectorised seeds and the config's refusals."""
+("policy_uniform"): the loss against a naive per-anchor reference in float64, the default
+negatives as a special case, each behaviour model's fit, the learner's draws, checkpoints,
+resumption, vectorised seeds and the config's refusals."""
 
 from __future__ import annotations
 

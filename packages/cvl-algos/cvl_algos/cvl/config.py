@@ -130,8 +130,9 @@ class CVLConfig:
     mixed-quality and hard data."""
     action_contrast_negatives: int = 8
     """Negative actions per anchor in `action_contrastive_loss`: other anchors' actions (1 to
-    batch size - 1) for ``action_contrast_source="batch"``, any number >= 1 for the sources that
-    draw their own."""
+    batch size - 1) for ``action_contrast_source="batch"``, 2 or more for "batch_uniform" and
+    "policy_uniform" (one of each kind), any number >= 1 for the other sources that draw their
+    own."""
     action_contrast_source: Literal[
         "batch",
         "behaviour",

@@ -340,7 +340,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             drawn = uniform_actions(
                 (num - num // 2, *action_t.shape), action_t.dtype, action_t.device
             )
-            return torch.cat([own.to(action_t.dtype), drawn])
+            return torch.cat([own, drawn])
         if cfg.action_contrast_source == "perturbed":
             action_t = batch.action_t
             noise = standard_normal((num, *action_t.shape), action_t.dtype, action_t.device)
