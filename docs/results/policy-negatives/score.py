@@ -7,7 +7,9 @@ its success over the same episodes. References: the presets' `cvl_mc` of
 `preset-rerun/heldout_baselines.json` (held-out, with filtered BC) and `preset-rerun/baselines.json`
 (`hard`). Screen H: held-out hammer and lever-pull x seeds 0 and 1; screen D: the hard suite's
 stitched door-open x seeds 0 and 1; the held-out 4 x 2 and 4 x 3 (rliable IQM, P(improvement))
-once an arm's runs for them exist."""
+and the second amendment's mixed and hard suites at 4 x 3 (``<arm>/mixed``, a `cvl-paper mixed`
+folder, and ``<arm>/hard``; references `preset-rerun/baselines.json`'s `mixed` and `hard`) once an
+arm's runs for them exist."""
 
 import json
 import sys
@@ -24,6 +26,8 @@ SCREEN_H = [("hammer-v3", 0), ("hammer-v3", 1), ("lever-pull-v3", 0), ("lever-pu
 SCREEN_D = [("door-open-v3", 0), ("door-open-v3", 1)]
 BANDS_H = (0.46, 0.50)  # "no gain" at or below, "gain" at or above, "part" between
 KEEPS_D = 0.5  # mean success of the last 3 evaluations over both runs
+SEEDS = (0, 1, 2)
+STITCHED = ["door-open-v3", "drawer-open-v3"]  # the hard suite's stitch datasets
 
 
 def per_run(root: Path) -> dict[tuple[str, int], dict]:
@@ -47,30 +51,61 @@ def band(mean: float) -> str:
     return "gain" if mean >= high else "no gain" if mean <= low else "part"
 
 
-def held_out(arm: str, runs_h: dict, held: dict, seeds: tuple[int, ...]) -> dict:
-    """rliable IQM with 95% CIs of ``arm``, the presets' `cvl_mc` and filtered BC over the
-    held-out mixtures x ``seeds``, P(arm > each), and the arm's mean success per mixture; over 3
-    seeds also the amendment's reading (P(arm > cvl_mc) >= 0.6)."""
-    rows = list(seeds)
+def versus(arm: str, runs: dict, table: dict, seeds: tuple[int, ...]) -> dict:
+    """rliable IQM with 95% CIs of ``arm``, the presets' `cvl_mc` and filtered BC over
+    ``table``'s tasks x ``seeds`` (``table``: a reference of `preset-rerun`, per-run scores by seed
+    and task), P(arm > each), and the arm's mean success per task."""
+    rows, tasks = list(seeds), table["tasks"]
     scores = {
-        arm: np.asarray([[runs_h[(t, s)]["normalized"] for t in HELD_OUT] for s in rows]),
-        "awcapn_t02": np.asarray(held["scores"]["cvl_mc"])[rows],
-        "filtered_bc": np.asarray(held["scores"]["filtered_bc"])[rows],
+        arm: np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in rows]),
+        "awcapn_t02": np.asarray(table["scores"]["cvl_mc"])[rows],
+        "filtered_bc": np.asarray(table["scores"]["filtered_bc"])[rows],
     }
     agg = aggregate_scores(scores)
     pairs = [(arm, "awcapn_t02"), (arm, "filtered_bc")]
     poi = probability_of_improvement(scores, pairs)
-    out = {
-        "tasks": HELD_OUT,
+    return {
+        "tasks": tasks,
         "iqm": {a: agg[a]["IQM"] for a in scores},
         "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in pairs},
-        "mean success": {
-            t: float(np.mean([runs_h[(t, s)]["success"] for s in rows])) for t in HELD_OUT
-        },
+        "mean success": {t: float(np.mean([runs[(t, s)]["success"] for s in rows])) for t in tasks},
     }
-    if len(rows) == 3:
-        confirmed = poi[f"{arm},awcapn_t02"]["point"] >= 0.6
-        out["reading"] = "confirmed on the held-out mixtures" if confirmed else "not confirmed"
+
+
+def complete(runs: dict, table: dict, seeds: tuple[int, ...]) -> bool:
+    return all((t, s) in runs for t in table["tasks"] for s in seeds)
+
+
+def suites(arm: str, runs_m: dict, runs_d: dict, mixed: dict, hard: dict) -> dict:
+    """The second amendment: the mixed and hard suites at 4 x 3, and its rule (the presets take
+    ``arm`` if P(arm > cvl_mc) >= 0.5 on both)."""
+    out = {
+        "mixed 4 x 3": versus(arm, runs_m, mixed, SEEDS),
+        "hard 4 x 3": versus(arm, runs_d, hard, SEEDS),
+    }
+    p = [out[k]["probability_of_improvement"][f"{arm},awcapn_t02"]["point"] for k in out]
+    out["reading"] = "the presets take it" if min(p) >= 0.5 else "the default stays"
+    for name, runs, table in (("mixed", runs_m, mixed), ("hard", runs_d, hard)):
+        out[f"{name}: P({arm} > each learner of the preset's command)"] = against_all(
+            arm, runs, table, table["tasks"]
+        )
+    out["hard, stitched half (door-open, drawer-open)"] = against_all(
+        arm, runs_d, hard, STITCHED, with_iqm=True
+    )
+    return out
+
+
+def against_all(arm: str, runs: dict, table: dict, tasks: list, with_iqm: bool = False) -> dict:
+    """P(arm > each learner of ``table``) over ``tasks`` x 3 seeds (and every IQM)."""
+    cols = [table["tasks"].index(t) for t in tasks]
+    scores = {a: np.asarray(v)[:, cols] for a, v in table["scores"].items()}
+    scores[arm] = np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in SEEDS])
+    pairs = [(arm, a) for a in table["scores"]]
+    poi = probability_of_improvement(scores, pairs)
+    out = {b: poi[f"{a},{b}"] for a, b in pairs}
+    if with_iqm:
+        agg = aggregate_scores(scores)
+        out = {"iqm": {a: agg[a]["IQM"] for a in scores}, "probability_of_improvement": out}
     return out
 
 
@@ -78,7 +113,8 @@ def main(argv: list[str]) -> None:
     root, out_file, here = Path(argv[0]), Path(argv[1]), Path(__file__).parent
     stored = here.parent / "preset-rerun"
     held = json.loads((stored / "heldout_baselines.json").read_text())
-    hard = json.loads((stored / "baselines.json").read_text())["hard"]
+    suite_refs = json.loads((stored / "baselines.json").read_text())
+    mixed, hard = suite_refs["mixed"], suite_refs["hard"]
     if held["tasks"] != HELD_OUT:
         raise SystemExit("heldout_baselines.json's task order differs")
 
@@ -114,14 +150,24 @@ def main(argv: list[str]) -> None:
                 "mean normalised": normalized,
                 "reading": "keeps door-open" if success >= KEEPS_D else "loses door-open",
             }
-        for seeds, name in (((0, 1), "held-out 4 x 2"), ((0, 1, 2), "held-out 4 x 3")):
-            if all((t, s) in runs_h for t in HELD_OUT for s in seeds):
-                entry[name] = held_out(arm, runs_h, held, seeds)
+        for seeds, name in (((0, 1), "held-out 4 x 2"), (SEEDS, "held-out 4 x 3")):
+            if complete(runs_h, held, seeds):
+                entry[name] = versus(arm, runs_h, held, seeds)
+        if name in entry:
+            confirmed = entry[name]["probability_of_improvement"][f"{arm},awcapn_t02"]["point"]
+            entry[name]["reading"] = (
+                "confirmed on the held-out mixtures" if confirmed >= 0.6 else "not confirmed"
+            )
+        runs_m = per_run(root / arm / "mixed" / "runs" / "cvl_mc")
+        if runs_m:
+            entry["mixed runs"] = {f"{t} seed {s}": v for (t, s), v in sorted(runs_m.items())}
+        if complete(runs_m, mixed, SEEDS) and complete(runs_d, hard, SEEDS):
+            entry["suites"] = suites(arm, runs_m, runs_d, mixed, hard)
         result[arm] = entry
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
-    print(json.dumps(result, indent=1)[:4000])
+    print(json.dumps(result, indent=1)[:6000])
 
 
 if __name__ == "__main__":

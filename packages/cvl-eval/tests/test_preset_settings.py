@@ -49,7 +49,7 @@ def test_each_preset_builds_its_learners_configs(experiment, tmp_path):
         return
     if experiment in ACTION_CONTRAST:
         assert cvl_mc.action_contrast_weight == 1.0
-        assert cvl_mc.action_contrast_source == "uniform"
+        assert cvl_mc.action_contrast_source == "policy_uniform"
         assert cvl_mc.sampler_mode == "uniform"
         assert cvl_mc.bc_q_cap and cvl_mc.bc_q_cap_neighbours == 8
     else:

@@ -57,6 +57,7 @@ def test_quickstart_writes_its_run_folder_and_prints_a_summary(tmp_path, capsys)
     config = json.loads((out / "runs" / "cvl_mc" / "config.json").read_text())
     assert config["learner_overrides"]["temperature"] == 0.1  # the mixed-data settings
     assert config["learner_overrides"]["policy_extraction"] == "ddpgbc"
+    assert config["learner_overrides"]["action_contrast_source"] == "policy_uniform"
     for run in ("cvl_mc", "bc"):
         assert (out / "runs" / run / "final" / "tensors.safetensors").is_file()
         assert (out / "runs" / run / "progress.csv").is_file()

@@ -641,7 +641,8 @@ class CVLConfig:
         ):
             raise ValueError(
                 f"action_contrast_source='policy_uniform' draws from a tanh-Gaussian policy; "
-                f"policy_extraction={self.policy_extraction!r} has none"
+                f"policy_extraction={self.policy_extraction!r} has none (add "
+                "action_contrast_source='uniform' with it)"
             )
         if self.act_candidates and self.policy_extraction in FLOW_EXTRACTIONS:
             raise ValueError(

@@ -111,6 +111,15 @@ steps P(term > without) = 0.19 [0.00, 0.39] (0.25 at 10k; stitched plate-slide 0
 against 0.81), while its held-out gain holds at 20k (P = 0.88), so it stays the default and is
 turned off by ``cvl_mc:action_contrast_weight=0 cvl_mc:action_contrast_source=batch``
 (docs/results.md, "The critic's action term at 20k").
+Its negatives are, from 2026-12-07, the policy's mode, 3 samples of its tanh-Gaussian and 4
+uniform actions (``action_contrast_source="policy_uniform"``; uniform ones before), by a plan
+written before its runs (docs/results.md, "The action term's negatives"; 10k steps, 4 x 3 each,
+under the weights and the cap below): held-out mixtures 0.80 [0.76, 0.84] against 0.76
+[0.73, 0.79] (P = 0.61), level with filtered BC's 0.79; mixed suite 0.90 against 0.92 (P = 0.58),
+hard suite 0.95 against 0.96 (P = 0.53), stitched successes up (door-open 0.88 against 0.82,
+drawer-open 0.93 against 0.82), reach's down (the mixture 0.51 against 0.70); the same cost per
+run. ``cvl_mc:action_contrast_source="uniform"`` restores the uniform negatives (a flow
+extraction needs them: it has no tanh-Gaussian to draw from).
 With the term, CVL without RFF draws its anchors in proportion to exp(A / 0.3), A the min-max
 normalised advantage of the episode's return over a least-squares affine fit on its first
 observation (``return_weight_temperature=0.3``, ``return_weight_baseline="start_state"``; "AW"

@@ -71,7 +71,7 @@ QUICKSTART_MIXED_OVERRIDES: dict[str, tuple[str, ...]] = {
         "policy_ema_tau=0.001",
         "action_contrast_weight=1.0",
         "action_contrast_negatives=8",
-        'action_contrast_source="uniform"',
+        'action_contrast_source="policy_uniform"',
         "return_weight_temperature=0.3",
         'return_weight_baseline="start_state"',
         "bc_q_cap=true",
@@ -93,12 +93,15 @@ self-normalised Q estimate, a critic at temperature 0.1 (paper: 1) and DDPG+BC e
 alpha 0.3 (paper: the KL form) acting with the polyak average of the policy (tau 0.001;
 paper: the trained policy) for both CVL estimators, for CVL with RFF 4096 positive random
 features (FAVOR+; paper: trigonometric), and for CVL without RFF a critic term that tells the
-data's action apart from 8 uniform actions at the same state and future (paper: no such term;
-`CVLConfig.action_contrast_source`; with it 100% / 100% / 100% success on seeds 0 / 1 / 2, each
-CVL update 1.85x as costly), with anchors drawn by their episode's return advantage over the start
-(T = 0.3) and DDPG+BC's Q term capped at the best Q of the data at the 8 nearest states of other
-episodes (paper: uniform anchors, no cap; with them 100% / 90% / 100% success on seeds 0 / 1 /
-2, 80% reached at 6k / 7k / 5k steps, 1-3k later than with the term alone; the presets'
+data's action apart from 8 others at the same state and future: the policy's mode, 3 of its
+samples and 4 uniform actions (paper: no such term; `CVLConfig.action_contrast_source`
+"policy_uniform"; each CVL update 1.85x as costly as without the term; with it 100% / 100% / 100%
+success on seeds 0 / 1 / 2, each at 100% from 4k steps, against 100% / 90% / 100% and 80% reached
+at 6k / 7k / 5k with 8 uniform actions, "uniform", the source before 2026-12-07), with anchors
+drawn by their episode's return advantage over the start (T = 0.3) and DDPG+BC's Q term capped at the best Q of the data at the 8 nearest states of other
+episodes (paper: uniform anchors, no cap; with them and uniform negatives 100% / 90% / 100%
+success on seeds 0 / 1 / 2, 80% reached at 6k / 7k / 5k steps, 1-3k later than with the term
+alone; the presets'
 sharper T = 0.2, `preset_settings.PRESET_RETURN_WEIGHT_TEMPERATURE`, ends this mixture's 8k steps
 at 80% / 30% / 50%, so the quickstart keeps 0.3). On the quickstart's
 own mixture (seeds 0 / 1 / 2, final 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
