@@ -57,16 +57,26 @@ ALGOS = {
         "cvl_mc",
         {"action_contrast_weight": 1.0, "action_contrast_negatives": 8},
     ),
-    # the presets' CVL without RFF on mixed-quality and hard data (`MIXED_OVERRIDES`), without
-    # and with its critic term's uniform negatives
+    # the presets' CVL without RFF on mixed-quality and hard data (`MIXED_OVERRIDES`): without
+    # its critic term, with the term's uniform negatives, and with the presets' negatives (half the
+    # policy's mode and samples, half uniform)
     "cvl_mc_presets_plain": ("cvl_mc", PRESET_CVL_MC),
-    "cvl_mc_presets": (
+    "cvl_mc_presets_uniform": (
         "cvl_mc",
         {
             **PRESET_CVL_MC,
             "action_contrast_weight": 1.0,
             "action_contrast_negatives": 8,
             "action_contrast_source": "uniform",
+        },
+    ),
+    "cvl_mc_presets": (
+        "cvl_mc",
+        {
+            **PRESET_CVL_MC,
+            "action_contrast_weight": 1.0,
+            "action_contrast_negatives": 8,
+            "action_contrast_source": "policy_uniform",
         },
     ),
     # the presets' CVL with RFF (positive features, self-normalised), one draw or a new draw
