@@ -199,9 +199,9 @@ def test_paper_presets_resolve_to_the_documented_budgets():
     small = resolve(PaperConfig(experiment="metaworld_states"))["budget"]
     assert (small.hidden, small.batch_size, small.steps) == ((128, 128), 256, 10_000)
     assert PRESETS["metaworld_states"].overrides == PRESETS["mixed"].overrides  # settled defaults
-    # CVL's action-contrast term (uniform negatives) where it was measured, the paper's critic
-    # objective elsewhere; everything else shared
-    term = 'cvl_mc:action_contrast_source="uniform"'
+    # CVL's action-contrast term (half the policy's, half uniform negatives) where it was measured,
+    # the paper's critic objective elsewhere; everything else shared
+    term = 'cvl_mc:action_contrast_source="policy_uniform"'
     assert term in PRESETS["mixed"].overrides and term in PRESETS["hard"].overrides
     assert 'cvl_mc:return_weight_baseline="start_state"' in PRESETS["hard"].overrides
     assert "cvl_mc:bc_q_cap_neighbours=8" in PRESETS["mixed"].overrides
