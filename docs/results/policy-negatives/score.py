@@ -25,6 +25,8 @@ HELD_OUT = ["hammer-v3", "handle-pull-v3", "lever-pull-v3", "plate-slide-v3"]
 SCREEN_H = [("hammer-v3", 0), ("hammer-v3", 1), ("lever-pull-v3", 0), ("lever-pull-v3", 1)]
 SCREEN_D = [("door-open-v3", 0), ("door-open-v3", 1)]
 BANDS_H = (0.46, 0.50)  # "no gain" at or below, "gain" at or above, "part" between
+# the third amendment: screen H of `polu` at K = 16 against `polu`'s own screen H
+SCREEN_AGAINST = {"polu16": ("polu", (0.56, 0.59))}
 KEEPS_D = 0.5  # mean success of the last 3 evaluations over both runs
 SEEDS = (0, 1, 2)
 STITCHED = ["door-open-v3", "drawer-open-v3"]  # the hard suite's stitch datasets
@@ -46,8 +48,8 @@ def per_run(root: Path) -> dict[tuple[str, int], dict]:
     return out
 
 
-def band(mean: float) -> str:
-    low, high = BANDS_H
+def band(mean: float, bands: tuple[float, float] = BANDS_H) -> str:
+    low, high = bands
     return "gain" if mean >= high else "no gain" if mean <= low else "part"
 
 
@@ -163,6 +165,14 @@ def main(argv: list[str]) -> None:
             entry["mixed runs"] = {f"{t} seed {s}": v for (t, s), v in sorted(runs_m.items())}
         if complete(runs_m, mixed, SEEDS) and complete(runs_d, hard, SEEDS):
             entry["suites"] = suites(arm, runs_m, runs_d, mixed, hard)
+        result[arm] = entry
+    for arm, (base, bands) in SCREEN_AGAINST.items():
+        runs_h = per_run(root / arm / "heldout" / "cvl_mc")
+        entry = {"held-out runs": {f"{t} seed {s}": v for (t, s), v in sorted(runs_h.items())}}
+        if all(k in runs_h for k in SCREEN_H):
+            mean = float(np.mean([runs_h[k]["normalized"] for k in SCREEN_H]))
+            against = result[base]["screen H"]["mean"]
+            entry["screen H"] = {"mean": mean, base: against, "reading": band(mean, bands)}
         result[arm] = entry
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
