@@ -98,13 +98,12 @@ samples and 4 uniform actions (paper: no such term; `CVLConfig.action_contrast_s
 "policy_uniform"; each CVL update 1.85x as costly as without the term; with it 100% / 100% / 100%
 success on seeds 0 / 1 / 2, each at 100% from 4k steps, against 100% / 90% / 100% and 80% reached
 at 6k / 7k / 5k with 8 uniform actions, "uniform", the source before 2026-12-07), with anchors
-drawn by their episode's return advantage over the start (T = 0.3) and DDPG+BC's Q term capped at the best Q of the data at the 8 nearest states of other
-episodes (paper: uniform anchors, no cap; with them and uniform negatives 100% / 90% / 100%
-success on seeds 0 / 1 / 2, 80% reached at 6k / 7k / 5k steps, 1-3k later than with the term
-alone; the presets'
-sharper T = 0.2, `preset_settings.PRESET_RETURN_WEIGHT_TEMPERATURE`, ends this mixture's 8k steps
-at 80% / 30% / 50%, so the quickstart keeps 0.3). On the quickstart's
-own mixture (seeds 0 / 1 / 2, final 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
+drawn by their episode's return advantage over the start (T = 0.3) and DDPG+BC's Q term capped
+at the best Q of the data at the 8 nearest states of other episodes (paper: uniform anchors, no
+cap; with them and uniform negatives 100% / 90% / 100% success on seeds 0 / 1 / 2, 80% reached
+at 6k / 7k / 5k steps, 1-3k later than with the term alone; the presets' sharper T = 0.2,
+`preset_settings.PRESET_RETURN_WEIGHT_TEMPERATURE`, ends this mixture's 8k steps at 80% / 30% /
+50%, so the quickstart keeps 0.3). On the quickstart's own mixture (seeds 0 / 1 / 2, final 10 episodes): DDPG+BC at 0.3 with the average 100% / 100% / 100% success, without it 100% /
 100% / 80%, the KL form 20% / 80% / 80%, the flow policy 70% / 100% / 100%, DDPG+BC at 0.1
 0% / 80% / 70%; BC 0% on every seed."""
 
