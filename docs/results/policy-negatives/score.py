@@ -58,11 +58,8 @@ def versus(arm: str, runs: dict, table: dict, seeds: tuple[int, ...]) -> dict:
     ``table``'s tasks x ``seeds`` (``table``: a reference of `preset-rerun`, per-run scores by seed
     and task), P(arm > each), and the arm's mean success per task."""
     rows, tasks = list(seeds), table["tasks"]
-    scores = {
-        arm: np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in rows]),
-        "awcapn_t02": np.asarray(table["scores"]["cvl_mc"])[rows],
-        "filtered_bc": np.asarray(table["scores"]["filtered_bc"])[rows],
-    }
+    ref = score_table(arm, runs, table, tasks, seeds)
+    scores = {arm: ref[arm], "awcapn_t02": ref["cvl_mc"], "filtered_bc": ref["filtered_bc"]}
     agg = aggregate_scores(scores)
     pairs = [(arm, "awcapn_t02"), (arm, "filtered_bc")]
     poi = probability_of_improvement(scores, pairs)
@@ -72,6 +69,19 @@ def versus(arm: str, runs: dict, table: dict, seeds: tuple[int, ...]) -> dict:
         "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in pairs},
         "mean success": {t: float(np.mean([runs[(t, s)]["success"] for s in rows])) for t in tasks},
     }
+
+
+def score_table(arm: str, runs: dict, table: dict, tasks: list, seeds: tuple[int, ...]) -> dict:
+    """{learner: seeds x tasks normalised scores} of every learner of ``table`` and ``arm``."""
+    rows, cols = list(seeds), [table["tasks"].index(t) for t in tasks]
+    scores = {a: np.asarray(v)[rows][:, cols] for a, v in table["scores"].items()}
+    scores[arm] = np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in rows])
+    return scores
+
+
+def labelled(runs: dict) -> dict:
+    """``runs`` keyed by "task seed s", sorted."""
+    return {f"{t} seed {s}": v for (t, s), v in sorted(runs.items())}
 
 
 def complete(runs: dict, table: dict, seeds: tuple[int, ...]) -> bool:
@@ -99,9 +109,7 @@ def suites(arm: str, runs_m: dict, runs_d: dict, mixed: dict, hard: dict) -> dic
 
 def against_all(arm: str, runs: dict, table: dict, tasks: list, with_iqm: bool = False) -> dict:
     """P(arm > each learner of ``table``) over ``tasks`` x 3 seeds (and every IQM)."""
-    cols = [table["tasks"].index(t) for t in tasks]
-    scores = {a: np.asarray(v)[:, cols] for a, v in table["scores"].items()}
-    scores[arm] = np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in SEEDS])
+    scores = score_table(arm, runs, table, tasks, SEEDS)
     pairs = [(arm, a) for a in table["scores"]]
     poi = probability_of_improvement(scores, pairs)
     out = {b: poi[f"{a},{b}"] for a, b in pairs}
@@ -138,8 +146,8 @@ def main(argv: list[str]) -> None:
         runs_h = per_run(root / arm / "heldout" / "cvl_mc")
         runs_d = per_run(root / arm / "hard" / "runs" / "cvl_mc")
         entry = {
-            "held-out runs": {f"{t} seed {s}": v for (t, s), v in sorted(runs_h.items())},
-            "hard runs": {f"{t} seed {s}": v for (t, s), v in sorted(runs_d.items())},
+            "held-out runs": labelled(runs_h),
+            "hard runs": labelled(runs_d),
         }
         if all(k in runs_h for k in SCREEN_H):
             mean = float(np.mean([runs_h[k]["normalized"] for k in SCREEN_H]))
@@ -155,20 +163,21 @@ def main(argv: list[str]) -> None:
         for seeds, name in (((0, 1), "held-out 4 x 2"), (SEEDS, "held-out 4 x 3")):
             if complete(runs_h, held, seeds):
                 entry[name] = versus(arm, runs_h, held, seeds)
-        if name in entry:
-            confirmed = entry[name]["probability_of_improvement"][f"{arm},awcapn_t02"]["point"]
-            entry[name]["reading"] = (
+        if "held-out 4 x 3" in entry:
+            three = entry["held-out 4 x 3"]
+            confirmed = three["probability_of_improvement"][f"{arm},awcapn_t02"]["point"]
+            three["reading"] = (
                 "confirmed on the held-out mixtures" if confirmed >= 0.6 else "not confirmed"
             )
         runs_m = per_run(root / arm / "mixed" / "runs" / "cvl_mc")
         if runs_m:
-            entry["mixed runs"] = {f"{t} seed {s}": v for (t, s), v in sorted(runs_m.items())}
+            entry["mixed runs"] = labelled(runs_m)
         if complete(runs_m, mixed, SEEDS) and complete(runs_d, hard, SEEDS):
             entry["suites"] = suites(arm, runs_m, runs_d, mixed, hard)
         result[arm] = entry
     for arm, (base, bands) in SCREEN_AGAINST.items():
         runs_h = per_run(root / arm / "heldout" / "cvl_mc")
-        entry = {"held-out runs": {f"{t} seed {s}": v for (t, s), v in sorted(runs_h.items())}}
+        entry = {"held-out runs": labelled(runs_h)}
         if all(k in runs_h for k in SCREEN_H):
             mean = float(np.mean([runs_h[k]["normalized"] for k in SCREEN_H]))
             against = result[base]["screen H"]["mean"]
