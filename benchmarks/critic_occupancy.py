@@ -26,6 +26,7 @@ import torch
 from cvl_algos import load_learner
 from cvl_data import open_dataset
 from cvl_data.source import step_episode_index
+from cvl_models import kernel_logits
 
 
 def parse_args() -> argparse.Namespace:
@@ -70,7 +71,8 @@ def masses(learner, dataset, rng: np.random.Generator, batch: int) -> dict[str, 
     }
     out = {}
     for kind, action in actions.items():
-        logits = learner.critic.phi(obs_next, action) @ psi.T / learner.critic.temperature
+        critic = learner.critic
+        logits = kernel_logits(critic.phi(obs_next, action), psi, critic.temperature, critic.kernel)
         weights = torch.softmax(logits, dim=1)
         out[kind] = (
             weights.diagonal().mean().item(),

@@ -1,5 +1,13 @@
 """Contrastive critic ``f(s, a, s+) = phi(s, a) . psi(s+) / temperature`` (paper eq. 9-12).
 
+With ``kernel="lse"`` (not in the paper) the critic is instead
+``f = log mean_i exp((phi_i + psi_i) / temperature)`` over the latent's ``d`` coordinates
+(`kernel_logits`): ``exp(f) = F(phi) . F(psi)`` with ``F(x) = exp(x / temperature) / sqrt(d)``,
+so the kernel eq. 11 weighs futures by is linear in ``d`` features that are exact and positive
+(`cvl_models.rff.ExactExpFeatures`) instead of approximated by random ones (lemma 1). A sum of
+``d`` positive rank-one terms, it is the density ratio of a ``d``-component latent-variable
+model ``p(s+ | s, a) / p(s+)``. With unit latents ``|f| <= 2 / temperature``.
+
 ``phi`` and ``psi`` are separate networks (appendix: "current state-action features passed
 through one encoder, and future state features passed into a separate DenseNet"), each an
 encoder of its own (identity for states, IMPALA for pixels; never shared) followed by a
@@ -34,7 +42,15 @@ from cvl_models._checks import check_same_batch, check_trailing
 from cvl_models.encoder import make_encoder
 from cvl_models.mlp import Torso, make_mlp
 
-__all__ = ["ContrastiveCritic", "StateActionEmbedding", "StateEmbedding", "l2_normalize"]
+__all__ = [
+    "KERNELS",
+    "ContrastiveCritic",
+    "StateActionEmbedding",
+    "StateEmbedding",
+    "kernel_logits",
+    "l2_normalize",
+    "paired_kernel_logits",
+]
 
 ModuleCall = Callable[..., torch.Tensor]
 """How a sub-network is run: ``call(module, *args)``."""
@@ -47,6 +63,47 @@ def _call(module: nn.Module, *args: torch.Tensor) -> torch.Tensor:
 NORM_EPS = 1e-6
 MIN_TEMPERATURE = 0.01
 """Floor of a learned temperature (CLIP's cap of 100 on its logit scale)."""
+
+
+KERNELS: tuple[str, ...] = ("dot", "lse")
+"""How ``f`` is made from ``phi`` and ``psi``: "dot", ``phi . psi / tau`` (eq. 9, the paper);
+"lse", ``log mean_i exp((phi_i + psi_i) / tau)`` (module docstring; not in the paper)."""
+
+
+def kernel_logits(
+    phi: torch.Tensor, psi: torch.Tensor, temperature: float | torch.Tensor, kernel: str = "dot"
+) -> torch.Tensor:
+    """``f_ij`` of every anchor ``i`` against every future ``j``: (B, d), (M, d) -> (B, M).
+
+    "dot": ``phi_i . psi_j / tau``. "lse": ``log mean_k exp((phi_ik + psi_jk) / tau)``, as one
+    matrix product of the shifted exponentials, ``exp(phi / tau - m_i) @ exp(psi / tau -
+    n_j).T``, with ``m_i``, ``n_j`` the rows' maxima added back after the log: every factor is
+    at most 1, and with unit latents every term is at least ``e^(-4 / tau)``, so nothing
+    overflows, and the sum underflows only below tau = 0.05 (floored at float's tiniest)."""
+    if kernel == "dot":
+        # (B, d) @ (d, M): a plain mm, faster than einsum
+        return (phi @ psi.T) / temperature
+    if kernel != "lse":
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    phi_scaled, psi_scaled = phi / temperature, psi / temperature
+    phi_max = phi_scaled.amax(dim=-1, keepdim=True)  # (B, 1)
+    psi_max = psi_scaled.amax(dim=-1, keepdim=True)  # (M, 1)
+    products = torch.exp(phi_scaled - phi_max) @ torch.exp(psi_scaled - psi_max).T
+    tiny = torch.finfo(products.dtype).tiny
+    log_mean = torch.log(products.clamp_min(tiny)) - math.log(phi.shape[-1])
+    return log_mean + phi_max + psi_max.T
+
+
+def paired_kernel_logits(
+    phi: torch.Tensor, psi: torch.Tensor, temperature: float | torch.Tensor, kernel: str = "dot"
+) -> torch.Tensor:
+    """``f`` of each pair of the same index: (..., d), (..., d) -> (...), the diagonal of
+    `kernel_logits` for pairs that broadcast."""
+    if kernel == "dot":
+        return (phi * psi).sum(dim=-1) / temperature
+    if kernel != "lse":
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    return torch.logsumexp((phi + psi) / temperature, dim=-1) - math.log(phi.shape[-1])
 
 
 def l2_normalize(x: torch.Tensor) -> torch.Tensor:
@@ -181,6 +238,8 @@ class ContrastiveCritic(nn.Module):
         action_bias: add ``bias_net``, a scalar ``b(s, a)`` on phi's encoder output (an MLP of
             ``hidden`` widths), for losses whose candidates differ in the action at a shared
             state and future (`action_bias`). ``f`` itself never includes it. Not in the paper.
+        kernel: ``"dot"`` (the paper's ``phi . psi / tau``) or ``"lse"`` (`kernel_logits`; not
+            in the paper).
 
     Submodules ``phi_net`` (:class:`StateActionEmbedding`) and ``psi_net``
     (:class:`StateEmbedding`) have separate encoders. Parameters (defaults): 214_272 for
@@ -199,8 +258,12 @@ class ContrastiveCritic(nn.Module):
         torso: Torso = "densenet",
         learn_temperature: bool = False,
         action_bias: bool = False,
+        kernel: str = "dot",
     ) -> None:
         super().__init__()
+        if kernel not in KERNELS:
+            raise ValueError(f"ContrastiveCritic: kernel must be one of {KERNELS}, got {kernel!r}")
+        self.kernel = kernel
         if latent_dim < 1 or action_dim < 1:
             raise ValueError(f"ContrastiveCritic: bad sizes {latent_dim=} {action_dim=}")
         if not temperature > 0:
@@ -274,7 +337,8 @@ class ContrastiveCritic(nn.Module):
     def logits(
         self, obs_t: torch.Tensor, action_t: torch.Tensor, obs_future: torch.Tensor
     ) -> torch.Tensor:
-        """``f_ij = phi(s_i, a_i) . psi(s+_j) / temperature``: ``(B, B')`` (``B' = B`` usually).
+        """``f_ij = phi(s_i, a_i) . psi(s+_j) / temperature`` (or the ``"lse"`` kernel's,
+        `kernel_logits`): ``(B, B')`` (``B' = B`` usually).
 
         Row ``i`` scores anchor ``i`` against every future state; positives on the diagonal.
         """
@@ -293,13 +357,12 @@ class ContrastiveCritic(nn.Module):
             )
         phi = self.phi(obs_t, action_t)
         psi = self.psi(obs_future)
-        # (B, d) @ (d, B'): a plain mm, faster than einsum
-        return (phi @ psi.T) / self.temperature, psi
+        return kernel_logits(phi, psi, self.temperature, self.kernel), psi
 
     def extra_repr(self) -> str:
         return (
             f"obs_shape={self.obs_shape}, action_dim={self.action_dim}, "
             f"latent_dim={self.latent_dim}, normalize={self.normalize}, "
             f"temperature={self._fixed_temperature}, learn_temperature={self.learn_temperature}, "
-            f"action_bias={self.bias_net is not None}"
+            f"action_bias={self.bias_net is not None}, kernel={self.kernel!r}"
         )

@@ -47,6 +47,11 @@ vectors, ``x = y``): at ``d = 64, tau = 0.1`` ``A = -0.214``, and the second mom
 pairs falls by a factor ``e^17.5`` against FAVOR+'s. Measured on trained critics
 (docs/results.md, "Optimal positive random features and a smaller latent"), that does not
 improve the ranking of Q at ``d = 64``; at ``d = 32`` and ``16`` it does.
+
+Exact features (`ExactExpFeatures`, not in the paper) are no random draw: for a critic whose
+kernel is ``exp(f) = mean_i exp((x_i + y_i) / tau)`` (`cvl_models.critic`'s ``"lse"``) the
+``d`` features ``exp(x / tau) / sqrt(d)`` give ``F(x) . F(y) = exp(f)`` exactly, so eq. 12 holds
+without estimation error and with ``D = d``.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from torch import nn
 from cvl_models._checks import check_trailing
 
 __all__ = [
+    "ExactExpFeatures",
     "PositiveRandomFeatures",
     "RandomFourierFeatures",
     "gaussian_rows",
@@ -240,6 +246,32 @@ class PositiveRandomFeatures(nn.Module):
         )
 
 
+class ExactExpFeatures(nn.Module):
+    """``F(x) = exp(x / tau) / sqrt(d)``: ``(..., d) -> (..., d)``, the exact features of the
+    ``"lse"`` critic's kernel, ``F(x) . F(y) = mean_i exp((x_i + y_i) / tau)`` (module
+    docstring). Nothing is drawn (so there is no ``redraw``); for unit inputs every
+    feature lies in ``[e^(-1/tau), e^(1/tau)] / sqrt(d)``, and products of two stay finite in
+    float32 for tau >= 0.023."""
+
+    def __init__(self, in_dim: int, temperature: float = 1.0) -> None:
+        super().__init__()
+        if in_dim < 1:
+            raise ValueError(f"ExactExpFeatures: bad size {in_dim=}")
+        if not temperature > 0:
+            raise ValueError(f"ExactExpFeatures: temperature must be > 0, got {temperature}")
+        self.in_dim = int(in_dim)
+        self.num_features = int(in_dim)
+        self.temperature = float(temperature)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features ``(..., d)`` of ``x`` of shape ``(..., in_dim)``."""
+        check_trailing(x, (self.in_dim,), "ExactExpFeatures input", min_batch_dims=0)
+        return torch.exp(x / self.temperature - 0.5 * math.log(self.in_dim))
+
+    def extra_repr(self) -> str:
+        return f"in_dim={self.in_dim}, temperature={self.temperature}"
+
+
 def make_random_features(
     kind: str,
     in_dim: int,
@@ -250,7 +282,16 @@ def make_random_features(
 ) -> nn.Module:
     """``"trig"``: :class:`RandomFourierFeatures` (the paper's lemma 1); ``"positive"``:
     :class:`PositiveRandomFeatures` (FAVOR+); ``"oprf"``: :class:`PositiveRandomFeatures` with
-    the ``A`` of `oprf_a` at aligned unit vectors, ``|x' + y'|^2 = 4 / tau``."""
+    the ``A`` of `oprf_a` at aligned unit vectors, ``|x' + y'|^2 = 4 / tau``; ``"exact"``:
+    :class:`ExactExpFeatures` of the ``"lse"`` critic, whose ``D`` is ``in_dim`` (so
+    ``num_features`` must equal it)."""
+    if kind == "exact":
+        if num_features != in_dim or orthogonal:
+            raise ValueError(
+                f"exact features are the latent's width and not drawn: num_features must be "
+                f"{in_dim} and orthogonal False, got {num_features} and {orthogonal}"
+            )
+        return ExactExpFeatures(in_dim, temperature)
     if kind == "trig":
         return RandomFourierFeatures(in_dim, num_features, temperature, seed, orthogonal)
     if kind == "positive":
@@ -259,5 +300,5 @@ def make_random_features(
         a = oprf_a(in_dim, 4.0 / temperature)
         return PositiveRandomFeatures(in_dim, num_features, temperature, seed, orthogonal, a)
     raise ValueError(
-        f"random features kind must be one of ['oprf', 'positive', 'trig'], got {kind!r}"
+        f"random features kind must be one of ['exact', 'oprf', 'positive', 'trig'], got {kind!r}"
     )

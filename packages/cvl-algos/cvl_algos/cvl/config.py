@@ -107,6 +107,13 @@ class CVLConfig:
     falls to the floor, where random features fail (docs/results.md, "A learned temperature")."""
     normalize: bool = True
     """l2-normalise phi and psi outputs (table 2: yes; lemma 1 needs unit vectors)."""
+    critic_kernel: Literal["dot", "lse"] = "dot"
+    """How f is made from phi and psi: "dot", ``phi . psi / tau`` (eq. 9, the paper); "lse",
+    ``log mean_i exp((phi_i + psi_i) / tau)`` over the latent's coordinates, whose kernel
+    ``exp(f)`` is exactly linear in ``d`` positive features, so eq. 12 needs no random draw
+    (``rff_kind="exact"``; `cvl_models.critic`; not in the paper). "lse" needs unit latents
+    (``normalize``), a fixed ``temperature >= 0.05`` and, with ``q_estimator="rff"``, the exact
+    features."""
     lambda_partition: float = 1e-3
     """Coefficient of the partition regulariser mean_i (lse_j f_ij)^2 (eq. 10, table 2)."""
     critic_objective: Literal["infonce", "binary", "td_infonce"] = "infonce"
@@ -246,11 +253,13 @@ class CVLConfig:
     paper). The random-feature estimator is linear in the weights and cannot take it."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
-    rff_kind: Literal["trig", "positive", "oprf"] = "trig"
+    rff_kind: Literal["trig", "positive", "oprf", "exact"] = "trig"
     """Random features of eq. 12: "trig", the paper's cosines (lemma 1); "positive", FAVOR+'s
     positive features (Choromanski et al. 2021; never negative, so the self-normalised
     denominator stays positive; `cvl_models.rff`); "oprf", optimal positive random features
-    (Likhosherstov et al. 2022; positive too, with the variance at aligned pairs minimised)."""
+    (Likhosherstov et al. 2022; positive too, with the variance at aligned pairs minimised);
+    "exact", the ``"lse"`` critic's own ``d`` features ``exp(x / tau) / sqrt(d)`` (no draw, no
+    error; ``num_rff_features`` = ``latent_dim``; `cvl_models.rff.ExactExpFeatures`)."""
     rff_orthogonal: bool = False
     """Draw the random features' directions in orthogonal blocks (lower variance; not in the
     paper)."""
@@ -567,9 +576,38 @@ class CVLConfig:
                 "policy_extraction='flow_select' trains no policy to evaluate (use 'flow')"
             )
         self._check_num_critics()
-        if self.rff_kind not in ("trig", "positive", "oprf"):
+        if self.rff_kind not in ("trig", "positive", "oprf", "exact"):
             raise ValueError(
-                f"rff_kind must be 'trig', 'positive' or 'oprf', got {self.rff_kind!r}"
+                f"rff_kind must be 'trig', 'positive', 'oprf' or 'exact', got {self.rff_kind!r}"
+            )
+        self._check_kernel()
+
+    def _check_kernel(self) -> None:
+        """``critic_kernel`` and the exact features, which exist for the "lse" kernel only."""
+        if self.critic_kernel not in ("dot", "lse"):
+            raise ValueError(f"critic_kernel must be 'dot' or 'lse', got {self.critic_kernel!r}")
+        if self.critic_kernel == "lse" and (
+            not self.normalize or self.learn_temperature or self.temperature < 0.05
+        ):
+            raise ValueError(
+                f"critic_kernel='lse' needs normalize=True, learn_temperature=False and "
+                f"temperature >= 0.05, got {self.normalize}, {self.learn_temperature}, "
+                f"{self.temperature}"
+            )
+        exact = self.rff_kind == "exact"
+        if exact != (self.critic_kernel == "lse") and (exact or self.q_estimator == "rff"):
+            raise ValueError(
+                f"rff_kind='exact' goes with critic_kernel='lse', and the 'lse' critic's random "
+                f"features are its exact ones, got rff_kind={self.rff_kind!r} with "
+                f"critic_kernel={self.critic_kernel!r} and q_estimator={self.q_estimator!r}"
+            )
+        if exact and (
+            self.num_rff_features != self.latent_dim or self.rff_redraw or self.rff_orthogonal
+        ):
+            raise ValueError(
+                f"rff_kind='exact' has latent_dim features and nothing drawn: num_rff_features "
+                f"must be {self.latent_dim}, rff_redraw and rff_orthogonal False, got "
+                f"{self.num_rff_features}, {self.rff_redraw} and {self.rff_orthogonal}"
             )
 
     def _check_num_critics(self) -> None:

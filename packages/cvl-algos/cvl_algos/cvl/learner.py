@@ -161,6 +161,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             torso=cfg.torso,
             learn_temperature=cfg.learn_temperature,
             action_bias=cfg.action_contrast_bias,
+            kernel=cfg.critic_kernel,
         ).to(self.device)
 
     def _make_policy(self) -> nn.Module:

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from einops import rearrange, reduce
 from torch import Tensor, nn
 
+from cvl_models.critic import kernel_logits, paired_kernel_logits
 from cvl_models.policy import action_log_prob, sample_tanh_gaussian
 
 QFn = Callable[[Tensor, Tensor], Tensor]
@@ -222,7 +223,11 @@ def action_contrastive_loss(
         negative_actions = other_anchors_actions(action_t, num_negatives)
     assert negative_actions.shape[1:] == action_t.shape, (negative_actions.shape, action_t.shape)
     phi_neg = critic.phi_of_actions(obs_t, negative_actions)  # (K, B, d), one encoder pass
-    negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
+    if critic.kernel == "dot":  # the reduction its earlier runs used, bit for bit
+        negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
+    else:
+        pairs = paired_kernel_logits(phi_neg, psi_future, critic.temperature, critic.kernel)
+        negative = rearrange(pairs, "k b -> b k")
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
     metrics, pin = {}, None
     if getattr(critic, "bias_net", None) is not None:
@@ -262,7 +267,9 @@ def td_contrastive_critic_loss(
     with torch.no_grad():
         action_next = policy.deterministic(obs_next)
         phi_next = phi_target(obs_next, action_next)
-        target_logits = (phi_next @ psi_target(obs_next).T) / critic.temperature
+        target_logits = kernel_logits(
+            phi_next, psi_target(obs_next), critic.temperature, critic.kernel
+        )
     return td_infonce_partition_loss(logits, target_logits, batch.done, discount, lambda_partition)
 
 

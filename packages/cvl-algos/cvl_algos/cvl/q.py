@@ -1,7 +1,8 @@
 """Q-value estimators of CVL from a contrastive critic (paper eq. 11, lemma 1, eq. 12).
 
 Both estimators weight the rewards of future states by the critic's density ratio
-exp(f(s, a, s+)), f = phi(s, a) . psi(s+) / temperature; ``r_j`` is the *arrival* reward of
+exp(f(s, a, s+)), f = phi(s, a) . psi(s+) / temperature (or the ``"lse"`` kernel's,
+`cvl_models.kernel_logits`, passed as ``kernel``); ``r_j`` is the *arrival* reward of
 the future state s+_j (the reward of the transition that entered it, DESIGN.md sec. 2).
 All functions are pure: no parameter, buffer or argument is modified.
 """
@@ -15,7 +16,15 @@ from einops import einsum, rearrange, reduce, repeat
 from torch import Tensor, nn
 
 from cvl_algos.common import frozen_call
-from cvl_models import StateActionEmbedding
+from cvl_models import StateActionEmbedding, kernel_logits
+
+
+def _logits(phi_t: Tensor, psi_future: Tensor, temperature, kernel: str) -> Tensor:
+    """``f`` (B, M) of eq. 11: ``phi . psi / temperature`` by the einsum the estimators have
+    always used (bit-equal to their earlier runs), or `kernel_logits` of another ``kernel``."""
+    if kernel == "dot":
+        return einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    return kernel_logits(phi_t, psi_future, temperature, kernel)
 
 
 def q_direct_from_latents(
@@ -26,6 +35,7 @@ def q_direct_from_latents(
     temperature: float,
     self_normalized: bool = False,
     expectile: float = 0.5,
+    kernel: str = "dot",
 ) -> Tensor:
     """Direct Monte-Carlo Q_NCE (eq. 11) from latents.
 
@@ -43,6 +53,7 @@ def q_direct_from_latents(
         phi_t: (B, d) anchor features phi(s_t, a_t).
         psi_future: (M, d) features psi_target(s+_j) of future states drawn from the data.
         reward_future: (M,) arrival rewards of those future states.
+        kernel: the critic's, "dot" (``phi . psi / temperature``) or "lse".
     Returns:
         (B,) Q estimates.
     """
@@ -53,7 +64,7 @@ def q_direct_from_latents(
         psi_future.shape,
     )
     assert self_normalized or expectile == 0.5, "an expectile needs self-normalised weights"
-    logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    logits = _logits(phi_t, psi_future, temperature, kernel)
     if self_normalized:
         weights = torch.softmax(logits, dim=1)
         reward_future = reward_future.to(logits.dtype)
@@ -65,7 +76,7 @@ def q_direct_from_latents(
 
 
 def log_density_ratio_from_latents(
-    phi_t: Tensor, psi_future: Tensor, temperature: float | Tensor
+    phi_t: Tensor, psi_future: Tensor, temperature: float | Tensor, kernel: str = "dot"
 ) -> Tensor:
     """``D_i = logsumexp_j f_ij - log M`` over M future states drawn from the data: the log of
     eq. 11's normaliser, ``log mean_j exp f(s_i, a_i, s+_j)``, (B,).
@@ -84,7 +95,7 @@ def log_density_ratio_from_latents(
     """
     assert phi_t.ndim == 2 and psi_future.ndim == 2, (phi_t.shape, psi_future.shape)
     assert phi_t.shape[1] == psi_future.shape[1], (phi_t.shape, psi_future.shape)
-    logits = einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
+    logits = _logits(phi_t, psi_future, temperature, kernel)
     return torch.logsumexp(logits, dim=1) - torch.log(
         torch.tensor(float(psi_future.shape[0]), dtype=logits.dtype, device=logits.device)
     )
@@ -155,7 +166,9 @@ def q_direct(
     with torch.no_grad():
         psi_future = psi_target(obs_future)
     phi_t = critic.phi(obs_t, action_t)
-    return q_direct_from_latents(phi_t, psi_future, reward_future, discount, critic.temperature)
+    return q_direct_from_latents(
+        phi_t, psi_future, reward_future, discount, critic.temperature, kernel=critic.kernel
+    )
 
 
 def xi_estimate(rff: nn.Module, psi_future: Tensor, reward_future: Tensor) -> Tensor:
@@ -293,7 +306,14 @@ def direct_q_fn(
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
         q = q_direct_from_latents(
-            latents, psi_future, reward_future, discount, temperature, self_normalized, expectile
+            latents,
+            psi_future,
+            reward_future,
+            discount,
+            temperature,
+            self_normalized,
+            expectile,
+            critic.kernel,
         )
         return rearrange(q, "(n b) -> n b", n=actions.shape[0])
 
@@ -338,7 +358,7 @@ def direct_log_density_fn(
 
     def d_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
-        d = log_density_ratio_from_latents(latents, psi_future, temperature)
+        d = log_density_ratio_from_latents(latents, psi_future, temperature, critic.kernel)
         return rearrange(d, "(n b) -> n b", n=actions.shape[0])
 
     return d_fn

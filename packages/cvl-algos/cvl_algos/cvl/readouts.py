@@ -68,6 +68,7 @@ class CriticReadouts:
                 critic.temperature,
                 self.config.self_normalized,
                 self.config.q_expectile,
+                critic.kernel,
             )
             for critic, psi_target in zip(self.critics, self.psi_targets, strict=True)
         ]
@@ -83,4 +84,6 @@ class CriticReadouts:
             self.obs_tensor(obs), torch.as_tensor(action, device=self.device).float()
         )
         psi_future = self.psi_target(self.obs_tensor(obs_future))
-        return log_density_ratio_from_latents(phi_t, psi_future, self.critic.temperature)
+        return log_density_ratio_from_latents(
+            phi_t, psi_future, self.critic.temperature, self.critic.kernel
+        )
