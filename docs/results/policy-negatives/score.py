@@ -9,7 +9,8 @@ its success over the same episodes. References: the presets' `cvl_mc` of
 stitched door-open x seeds 0 and 1; the held-out 4 x 2 and 4 x 3 (rliable IQM, P(improvement))
 and the second amendment's mixed and hard suites at 4 x 3 (``<arm>/mixed``, a `cvl-paper mixed`
 folder, and ``<arm>/hard``; references `preset-rerun/baselines.json`'s `mixed` and `hard`) once an
-arm's runs for them exist."""
+arm's runs for them exist; the fourth amendment's held-out stitched tasks (``stho/runs``, a
+`cvl-sweep` folder) against `awcapn_t02` at 10k of `return-weighting/held_out.json`."""
 
 import json
 import sys
@@ -30,6 +31,8 @@ SCREEN_AGAINST = {"polu16": ("polu", (0.56, 0.59))}
 KEEPS_D = 0.5  # mean success of the last 3 evaluations over both runs
 SEEDS = (0, 1, 2)
 STITCHED = ["door-open-v3", "drawer-open-v3"]  # the hard suite's stitch datasets
+HELD_OUT_STITCHED = "held-out stitched tasks 2 x 3, 20k (thirty-fourth amendment)"
+SOLVES = 0.8  # the fourth amendment: mean success over the three seeds on each task
 
 
 def per_run(root: Path) -> dict[tuple[str, int], dict]:
@@ -119,6 +122,60 @@ def against_all(arm: str, runs: dict, table: dict, tasks: list, with_iqm: bool =
     return out
 
 
+def held_out_stitched(runs: dict, here: Path) -> dict:
+    """The fourth amendment: the default (`polu`) on stitched plate-slide and plate-slide-side x
+    seeds 0-2 at 10k against `awcapn_t02`'s 10k scores, and its reading."""
+    stored = json.loads((here.parent / "return-weighting" / "held_out.json").read_text())
+    ref = stored[HELD_OUT_STITCHED]["at 10k"]
+    tasks = [f"{t}-v3" for t in ref["tasks"]]
+    scores = {
+        "polu": np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in SEEDS]),
+        "awcapn_t02": np.asarray(ref["scores"]["awcapn_t02"]),
+    }
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [("polu", "awcapn_t02")])
+    success = {t: float(np.mean([runs[(t, s)]["success"] for s in SEEDS])) for t in tasks}
+    lost = [t for t in tasks if success[t] < SOLVES]
+    return {
+        "runs": labelled(runs),
+        "iqm": {a: agg[a]["IQM"] for a in scores},
+        "probability_of_improvement": poi["polu,awcapn_t02"],
+        "mean success": success,
+        "reading": "keeps the held-out stitched tasks" if not lost else f"loses {', '.join(lost)}",
+    }
+
+
+def pooled(polu: dict, held: dict, here: Path) -> dict:
+    """Not a plan's reading: `polu` against the default before it (`awcapn_t02`, uniform
+    negatives) over every dataset both ran on at 10k, seeds 0-2 (the held-out mixtures, both
+    suites, the held-out stitched tasks): 14 tasks x 3 seeds, IQM and P(polu > awcapn_t02)."""
+    suite_refs = json.loads((here.parent / "preset-rerun" / "baselines.json").read_text())
+    stitched = json.loads((here.parent / "return-weighting" / "held_out.json").read_text())
+    stitched = stitched[HELD_OUT_STITCHED]["at 10k"]
+    groups = [
+        (polu["held-out runs"], held["tasks"], np.asarray(held["scores"]["cvl_mc"])),
+        (polu["mixed runs"], suite_refs["mixed"]["tasks"], suite_refs["mixed"]["scores"]["cvl_mc"]),
+        (polu["hard runs"], suite_refs["hard"]["tasks"], suite_refs["hard"]["scores"]["cvl_mc"]),
+        (
+            polu["held-out stitched 2 x 3 (fourth amendment)"]["runs"],
+            [f"{t}-v3" for t in stitched["tasks"]],
+            stitched["scores"]["awcapn_t02"],
+        ),
+    ]
+    new, old = [], []
+    for runs, tasks, reference in groups:
+        new.append([[runs[f"{t} seed {s}"]["normalized"] for t in tasks] for s in SEEDS])
+        old.append(np.asarray(reference)[list(SEEDS)])
+    scores = {"polu": np.concatenate(new, axis=1), "awcapn_t02": np.concatenate(old, axis=1)}
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, [("polu", "awcapn_t02")])
+    return {
+        "tasks": scores["polu"].shape[1],
+        "iqm": {a: agg[a]["IQM"] for a in scores},
+        "probability_of_improvement": poi["polu,awcapn_t02"],
+    }
+
+
 def main(argv: list[str]) -> None:
     root, out_file, here = Path(argv[0]), Path(argv[1]), Path(__file__).parent
     stored = here.parent / "preset-rerun"
@@ -183,6 +240,11 @@ def main(argv: list[str]) -> None:
             against = result[base]["screen H"]["mean"]
             entry["screen H"] = {"mean": mean, base: against, "reading": band(mean, bands)}
         result[arm] = entry
+    runs_s = per_run(root / "stho" / "runs" / "cvl_mc")
+    if all((f"{t}-v3", s) in runs_s for t in ("plate-slide", "plate-slide-side") for s in SEEDS):
+        polu = result["polu"]
+        polu["held-out stitched 2 x 3 (fourth amendment)"] = held_out_stitched(runs_s, here)
+        polu["post hoc: every dataset of both defaults, 14 x 3"] = pooled(polu, held, here)
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
