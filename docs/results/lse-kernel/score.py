@@ -1,0 +1,78 @@
+"""lse-kernel's scorer (PREREG.md): arms `lse` (``<ROOT>/cvl_mc``) and `lsex` (``<ROOT>/cvl``)
+of one `cvl-sweep` folder, against the presets' default (`polu`, `policy-negatives/screen.json`)
+and the presets' random features (`cvl`, `preset-rerun/baselines.json`'s `mixed`).
+argv: ROOT out.json, run from this folder. Each run is scored by the expert-normalised return of
+its last 3 evaluations pooled (5k-10k; 30 episodes) and its success over the same episodes."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from cvl_eval.analysis.run_scores import load_runs, score_dict
+
+SCREEN = [("faucet-open-v3", 0), ("faucet-open-v3", 1), ("reach-v3", 0), ("reach-v3", 1)]
+ARMS = {"lse": "cvl_mc", "lsex": "cvl"}
+LEVEL_A, BELOW_A = 0.93, 0.90  # screen A: `lse` level at or above, below under
+MARGIN_B = 0.03  # screen B: `lsex` level with `lse` if within this below it
+
+
+def per_run(root: Path) -> dict[tuple[str, int], dict]:
+    """(task, seed) -> normalised score, success and wall time of each finished run."""
+    out = {}
+    for r in load_runs([str(root)], last_evals=3) if root.exists() else []:
+        scores, _, normalized = score_dict([r], [r.label])
+        if not normalized:
+            raise SystemExit(f"{r.task}: no expert normaliser")
+        out[(r.task, r.seed)] = {
+            "normalized": float(scores[r.label][0, 0]),
+            "success": float(r.final["success_rate"]),
+        }
+    return out
+
+
+def references(here: Path) -> dict[str, dict[tuple[str, int], float]]:
+    """The screen's runs of the presets' default and of the presets' random features."""
+    polu = json.loads((here.parent / "policy-negatives" / "screen.json").read_text())["polu"]
+    mixed = json.loads((here.parent / "preset-rerun" / "baselines.json").read_text())["mixed"]
+    return {
+        "polu": {(t, s): polu["mixed runs"][f"{t} seed {s}"]["normalized"] for t, s in SCREEN},
+        "presets' cvl": {
+            (t, s): float(mixed["scores"]["cvl"][s][mixed["tasks"].index(t)]) for t, s in SCREEN
+        },
+    }
+
+
+def main(argv: list[str]) -> None:
+    root, out_file, here = Path(argv[0]), Path(argv[1]), Path(__file__).parent
+    refs = references(here)
+    result = {"scored_by": "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)"}
+    result["reference"] = {
+        name: {
+            "runs": {f"{t} seed {s}": v for (t, s), v in runs.items()},
+            "mean": float(np.mean(list(runs.values()))),
+        }
+        for name, runs in refs.items()
+    }
+    means = {}
+    for arm, algo in ARMS.items():
+        runs = per_run(root / algo)
+        result[arm] = {"runs": {f"{t} seed {s}": runs[(t, s)] for t, s in SCREEN if (t, s) in runs}}
+        if all(k in runs for k in SCREEN):
+            means[arm] = float(np.mean([runs[k]["normalized"] for k in SCREEN]))
+            result[arm]["mean"] = means[arm]
+    if "lse" in means:
+        a = means["lse"]
+        result["screen A"] = "level" if a >= LEVEL_A else "below" if a < BELOW_A else "part"
+    if "lse" in means and "lsex" in means:
+        level = means["lsex"] >= means["lse"] - MARGIN_B
+        result["screen B"] = "level with lse" if level else "below"
+    tmp = out_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.rename(out_file)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
