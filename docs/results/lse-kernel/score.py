@@ -2,7 +2,9 @@
 of one `cvl-sweep` folder, against the presets' default (`polu`, `policy-negatives/screen.json`)
 and the presets' random features (`cvl`, `preset-rerun/baselines.json`'s `mixed`).
 argv: ROOT out.json, run from this folder. Each run is scored by the expert-normalised return of
-its last 3 evaluations pooled (5k-10k; 30 episodes) and its success over the same episodes."""
+its last 3 evaluations pooled (5k-10k; 30 episodes) and its success over the same episodes. Once
+both arms have every run of the mixed suite's 4 x 3, the amendment's confirmation: rliable IQMs
+with 95% CIs, P(improvement) for its four pairs, its readings and the mean success per task."""
 
 import json
 import sys
@@ -10,12 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
+from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 
 SCREEN = [("faucet-open-v3", 0), ("faucet-open-v3", 1), ("reach-v3", 0), ("reach-v3", 1)]
 ARMS = {"lse": "cvl_mc", "lsex": "cvl"}
 LEVEL_A, BELOW_A = 0.93, 0.90  # screen A: `lse` level at or above, below under
 MARGIN_B = 0.03  # screen B: `lsex` level with `lse` if within this below it
+SEEDS = (0, 1, 2)
+PAIRS = [("lsex", "lse"), ("lse", "default"), ("lsex", "default"), ("lsex", "presets' cvl")]
 
 
 def per_run(root: Path) -> dict[tuple[str, int], dict]:
@@ -44,6 +49,36 @@ def references(here: Path) -> dict[str, dict[tuple[str, int], float]]:
     }
 
 
+def confirmation(arms: dict[str, dict], here: Path) -> dict:
+    """The amendment: both arms, the presets' default (`polu`) and the presets' random features
+    over the mixed suite's 4 x 3, and its two readings."""
+    polu = json.loads((here.parent / "policy-negatives" / "screen.json").read_text())["polu"]
+    mixed = json.loads((here.parent / "preset-rerun" / "baselines.json").read_text())["mixed"]
+    tasks = mixed["tasks"]
+    scores = {
+        arm: np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in SEEDS])
+        for arm, runs in arms.items()
+    }
+    scores["default"] = np.asarray(
+        [[polu["mixed runs"][f"{t} seed {s}"]["normalized"] for t in tasks] for s in SEEDS]
+    )
+    scores["presets' cvl"] = np.asarray(mixed["scores"]["cvl"])[list(SEEDS)]
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, PAIRS)
+    p_b, p_a = poi["lsex,lse"]["point"], poi["lse,default"]["point"]
+    return {
+        "tasks": tasks,
+        "iqm": {a: agg[a]["IQM"] for a in scores},
+        "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in PAIRS},
+        "mean success": {
+            arm: {t: float(np.mean([runs[(t, s)]["success"] for s in SEEDS])) for t in tasks}
+            for arm, runs in arms.items()
+        },
+        "section 2 target with this kernel": "met" if p_b >= 0.5 else "unmet",
+        "the lse critic against the default": "level" if p_a >= 0.4 else "below",
+    }
+
+
 def main(argv: list[str]) -> None:
     root, out_file, here = Path(argv[0]), Path(argv[1]), Path(__file__).parent
     refs = references(here)
@@ -55,9 +90,9 @@ def main(argv: list[str]) -> None:
         }
         for name, runs in refs.items()
     }
-    means = {}
+    means, arms = {}, {}
     for arm, algo in ARMS.items():
-        runs = per_run(root / algo)
+        runs = arms[arm] = per_run(root / algo)
         result[arm] = {"runs": {f"{t} seed {s}": runs[(t, s)] for t, s in SCREEN if (t, s) in runs}}
         if all(k in runs for k in SCREEN):
             means[arm] = float(np.mean([runs[k]["normalized"] for k in SCREEN]))
@@ -68,6 +103,15 @@ def main(argv: list[str]) -> None:
     if "lse" in means and "lsex" in means:
         level = means["lsex"] >= means["lse"] - MARGIN_B
         result["screen B"] = "level with lse" if level else "below"
+    grid = [
+        (f"{t}-v3", s) for t in ("door-open", "drawer-open", "faucet-open", "reach") for s in SEEDS
+    ]
+    if all(k in runs for runs in arms.values() for k in grid):
+        result["runs, mixed suite 4 x 3"] = {
+            arm: {f"{t} seed {s}": runs[(t, s)] for t, s in sorted(grid)}
+            for arm, runs in arms.items()
+        }
+        result["confirmation, mixed suite 4 x 3"] = confirmation(arms, here)
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
