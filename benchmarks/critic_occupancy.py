@@ -69,9 +69,8 @@ def masses(learner, dataset, rng: np.random.Generator, batch: int) -> dict[str, 
         "policy mode": learner.policy.deterministic(obs_next),
         "uniform action": torch.rand(batch, learner.action_dim, generator=gen) * 2 - 1,
     }
-    out = {}
+    out, critic = {}, learner.critic
     for kind, action in actions.items():
-        critic = learner.critic
         logits = kernel_logits(critic.phi(obs_next, action), psi, critic.temperature, critic.kernel)
         weights = torch.softmax(logits, dim=1)
         out[kind] = (

@@ -223,11 +223,8 @@ def action_contrastive_loss(
         negative_actions = other_anchors_actions(action_t, num_negatives)
     assert negative_actions.shape[1:] == action_t.shape, (negative_actions.shape, action_t.shape)
     phi_neg = critic.phi_of_actions(obs_t, negative_actions)  # (K, B, d), one encoder pass
-    if critic.kernel == "dot":  # the reduction its earlier runs used, bit for bit
-        negative = reduce(phi_neg * psi_future, "k b d -> b k", "sum") / critic.temperature
-    else:
-        pairs = paired_kernel_logits(phi_neg, psi_future, critic.temperature, critic.kernel)
-        negative = rearrange(pairs, "k b -> b k")
+    pairs = paired_kernel_logits(phi_neg, psi_future, critic.temperature, critic.kernel)
+    negative = rearrange(pairs, "k b -> b k")
     logits = torch.cat([rearrange(positive, "b -> b 1"), negative], dim=1)  # (B, 1 + K)
     metrics, pin = {}, None
     if getattr(critic, "bias_net", None) is not None:

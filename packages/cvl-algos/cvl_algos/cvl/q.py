@@ -19,14 +19,6 @@ from cvl_algos.common import frozen_call
 from cvl_models import StateActionEmbedding, kernel_logits
 
 
-def _logits(phi_t: Tensor, psi_future: Tensor, temperature, kernel: str) -> Tensor:
-    """``f`` (B, M) of eq. 11: ``phi . psi / temperature`` by the einsum the estimators have
-    always used (bit-equal to their earlier runs), or `kernel_logits` of another ``kernel``."""
-    if kernel == "dot":
-        return einsum(phi_t, psi_future, "b d, m d -> b m") / temperature
-    return kernel_logits(phi_t, psi_future, temperature, kernel)
-
-
 def q_direct_from_latents(
     phi_t: Tensor,
     psi_future: Tensor,
@@ -64,7 +56,7 @@ def q_direct_from_latents(
         psi_future.shape,
     )
     assert self_normalized or expectile == 0.5, "an expectile needs self-normalised weights"
-    logits = _logits(phi_t, psi_future, temperature, kernel)
+    logits = kernel_logits(phi_t, psi_future, temperature, kernel)
     if self_normalized:
         weights = torch.softmax(logits, dim=1)
         reward_future = reward_future.to(logits.dtype)
@@ -95,7 +87,7 @@ def log_density_ratio_from_latents(
     """
     assert phi_t.ndim == 2 and psi_future.ndim == 2, (phi_t.shape, psi_future.shape)
     assert phi_t.shape[1] == psi_future.shape[1], (phi_t.shape, psi_future.shape)
-    logits = _logits(phi_t, psi_future, temperature, kernel)
+    logits = kernel_logits(phi_t, psi_future, temperature, kernel)
     return torch.logsumexp(logits, dim=1) - torch.log(
         torch.tensor(float(psi_future.shape[0]), dtype=logits.dtype, device=logits.device)
     )
