@@ -4,7 +4,12 @@ and the presets' random features (`cvl`, `preset-rerun/baselines.json`'s `mixed`
 argv: ROOT out.json, run from this folder. Each run is scored by the expert-normalised return of
 its last 3 evaluations pooled (5k-10k; 30 episodes) and its success over the same episodes. Once
 both arms have every run of the mixed suite's 4 x 3, the amendment's confirmation: rliable IQMs
-with 95% CIs, P(improvement) for its four pairs, its readings and the mean success per task."""
+with 95% CIs, P(improvement) for its four pairs, its readings and the mean success per task.
+
+``python score.py ROOT final30.json final30 POLU_ROOT``: the second amendment, the same 4 x 3
+scored by 30 episodes of each final policy (``cvl-evaluate --episodes 30 --seed 100`` in each
+run's ``final/``), the default's runs under ``POLU_ROOT`` (a `cvl-sweep` folder of `cvl_mc`), the
+presets' random features from `preset-rerun/rff_final30.json`."""
 
 import json
 import sys
@@ -23,10 +28,13 @@ SEEDS = (0, 1, 2)
 PAIRS = [("lsex", "lse"), ("lse", "default"), ("lsex", "default"), ("lsex", "presets' cvl")]
 
 
-def per_run(root: Path) -> dict[tuple[str, int], dict]:
-    """(task, seed) -> normalised score, success and wall time of each finished run."""
+def per_run(root: Path, final_episodes: int | None = None) -> dict[tuple[str, int], dict]:
+    """(task, seed) -> normalised score and success of each finished run: its last 3 evaluations
+    pooled, or with ``final_episodes`` that many episodes of its final policy."""
     out = {}
-    for r in load_runs([str(root)], last_evals=3) if root.exists() else []:
+    exists = root.exists()
+    runs = load_runs([str(root)], last_evals=3, final_episodes=final_episodes) if exists else []
+    for r in runs:
         scores, _, normalized = score_dict([r], [r.label])
         if not normalized:
             raise SystemExit(f"{r.task}: no expert normaliser")
@@ -79,8 +87,56 @@ def confirmation(arms: dict[str, dict], here: Path) -> dict:
     }
 
 
+def final_policies(root: Path, polu_root: Path, here: Path) -> dict:
+    """The second amendment: the 4 x 3 of both arms and of the default by 30 episodes of each
+    final policy, beside the presets' random features by the same score, and its readings."""
+    tasks = [f"{t}-v3" for t in ("door-open", "drawer-open", "faucet-open", "reach")]
+    arms = {arm: per_run(root / algo, final_episodes=30) for arm, algo in ARMS.items()}
+    arms["default"] = per_run(polu_root, final_episodes=30)
+    for arm, runs in arms.items():
+        missing = [f"{t} seed {s}" for t in tasks for s in SEEDS if (t, s) not in runs]
+        if missing:
+            raise SystemExit(f"{arm}: no 30-episode final evaluation for {', '.join(missing)}")
+    scores = {
+        arm: np.asarray([[runs[(t, s)]["normalized"] for t in tasks] for s in SEEDS])
+        for arm, runs in arms.items()
+    }
+    rff = json.loads((here.parent / "preset-rerun" / "rff_final30.json").read_text())["mixed"]
+    if rff["tasks"] != tasks:
+        raise SystemExit(f"rff_final30.json (field 'mixed.tasks'): expected {tasks}")
+    scores["presets' cvl"] = np.asarray(rff["scores"]["cvl"])[list(SEEDS)]
+    agg = aggregate_scores(scores)
+    poi = probability_of_improvement(scores, PAIRS)
+    p_b, p_a = poi["lsex,lse"]["point"], poi["lse,default"]["point"]
+    return {
+        "scored_by": "30 episodes of each final policy (seed 100)",
+        "runs": {
+            arm: {f"{t} seed {s}": runs[(t, s)] for t in tasks for s in SEEDS}
+            for arm, runs in arms.items()
+        },
+        "iqm": {a: agg[a]["IQM"] for a in scores},
+        "probability_of_improvement": {f"{a},{b}": poi[f"{a},{b}"] for a, b in PAIRS},
+        "mean success": {
+            arm: {t: float(np.mean([runs[(t, s)]["success"] for s in SEEDS])) for t in tasks}
+            for arm, runs in arms.items()
+        },
+        "section 2 target with this kernel, final policies": "met" if p_b >= 0.5 else "unmet",
+        "the lse critic against the default, final policies": "level" if p_a >= 0.4 else "below",
+    }
+
+
+def write(out_file: Path, result: dict) -> None:
+    tmp = out_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.rename(out_file)
+    print(json.dumps(result, indent=1))
+
+
 def main(argv: list[str]) -> None:
     root, out_file, here = Path(argv[0]), Path(argv[1]), Path(__file__).parent
+    if argv[2:3] == ["final30"]:
+        write(out_file, final_policies(root, Path(argv[3]), here))
+        return
     refs = references(here)
     result = {"scored_by": "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)"}
     result["reference"] = {
@@ -112,10 +168,7 @@ def main(argv: list[str]) -> None:
             for arm, runs in arms.items()
         }
         result["confirmation, mixed suite 4 x 3"] = confirmation(arms, here)
-    tmp = out_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.rename(out_file)
-    print(json.dumps(result, indent=1))
+    write(out_file, result)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ stitched door-open x seeds 0 and 1; the held-out 4 x 2 and 4 x 3 (rliable IQM, P
 and the second amendment's mixed and hard suites at 4 x 3 (``<arm>/mixed``, a `cvl-paper mixed`
 folder, and ``<arm>/hard``; references `preset-rerun/baselines.json`'s `mixed` and `hard`) once an
 arm's runs for them exist; the fourth amendment's held-out stitched tasks (``stho/runs``, a
-`cvl-sweep` folder) against `awcapn_t02` at 10k of `return-weighting/held_out.json`."""
+`cvl-sweep` folder) against `awcapn_t02` at 10k of `return-weighting/held_out.json`; the fifth
+amendment's stitched plate-slide at 20k (``stho/runs20k``, scored 15k-20k) against `awcapn_t02` at
+20k of the same file, each run's first 10k checked to repeat its 10k run's evaluations."""
 
 import json
 import sys
@@ -33,6 +35,7 @@ SEEDS = (0, 1, 2)
 STITCHED = ["door-open-v3", "drawer-open-v3"]  # the hard suite's stitch datasets
 HELD_OUT_STITCHED = "held-out stitched tasks 2 x 3, 20k (thirty-fourth amendment)"
 SOLVES = 0.8  # the fourth amendment: mean success over the three seeds on each task
+RECOVERS = 0.8  # the fifth amendment: mean success over the three seeds at 15k-20k
 
 
 def per_run(root: Path) -> dict[tuple[str, int], dict]:
@@ -145,6 +148,47 @@ def held_out_stitched(runs: dict, here: Path) -> dict:
     }
 
 
+def repeats_10k(run_10k: Path, run_20k: Path) -> bool:
+    """Whether a 20k run's evaluations up to 10k repeat its 10k run's, episode for episode."""
+
+    def returns(run: Path) -> list:
+        lines = (run / "evals.jsonl").read_text().splitlines()
+        return [json.loads(line)["episode_returns"] for line in lines if line.strip()]
+
+    first, second = returns(run_10k), returns(run_20k)
+    return len(first) > 0 and first == second[: len(first)]
+
+
+def stitched_20k(root: Path, here: Path) -> dict | None:
+    """The fifth amendment: the default (`polu`) on stitched plate-slide x seeds 0-2 at 20k,
+    scored 15k-20k, beside `awcapn_t02`'s 20k scores run by run, and its reading."""
+    runs = per_run(root / "stho" / "runs20k" / "cvl_mc")
+    task = "plate-slide-v3"
+    if not all((task, s) in runs for s in SEEDS):
+        return None
+    stored = json.loads((here.parent / "return-weighting" / "held_out.json").read_text())
+    ref = stored[HELD_OUT_STITCHED]["at 20k"]
+    column = ref["tasks"].index("plate-slide")
+    folder = Path("cvl_mc") / task
+    success = float(np.mean([runs[(task, s)]["success"] for s in SEEDS]))
+    return {
+        "scored_by": "last 3 evaluations pooled (15k, 17.5k, 20k; 30 episodes)",
+        "runs": {f"{task} seed {s}": runs[(task, s)] for s in SEEDS},
+        "awcapn_t02 at 20k (normalised)": {
+            f"{task} seed {s}": ref["scores"]["awcapn_t02"][s][column] for s in SEEDS
+        },
+        "first 10k repeat the 10k runs": {
+            f"seed {s}": repeats_10k(
+                root / "stho" / "runs" / folder / f"seed_{s}",
+                root / "stho" / "runs20k" / folder / f"seed_{s}",
+            )
+            for s in SEEDS
+        },
+        "mean success": success,
+        "reading": "recovers given the steps" if success >= RECOVERS else "stalls",
+    }
+
+
 def pooled(polu: dict, held: dict, here: Path) -> dict:
     """Not a plan's reading: `polu` against the default before it (`awcapn_t02`, uniform
     negatives) over every dataset both ran on at 10k, seeds 0-2 (the held-out mixtures, both
@@ -245,6 +289,9 @@ def main(argv: list[str]) -> None:
         polu = result["polu"]
         polu["held-out stitched 2 x 3 (fourth amendment)"] = held_out_stitched(runs_s, here)
         polu["post hoc: every dataset of both defaults, 14 x 3"] = pooled(polu, held, here)
+    twenty = stitched_20k(root, here)
+    if twenty is not None:
+        result["polu"]["stitched plate-slide at 20k (fifth amendment)"] = twenty
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
