@@ -33,7 +33,8 @@ def per_run(root: Path, final_episodes: int | None = None) -> dict[tuple[str, in
     pooled, or with ``final_episodes`` that many episodes of its final policy."""
     out = {}
     exists = root.exists()
-    runs = load_runs([str(root)], last_evals=3, final_episodes=final_episodes) if exists else []
+    scoring = {"final_episodes": final_episodes} if final_episodes else {"last_evals": 3}
+    runs = load_runs([str(root)], **scoring) if exists else []
     for r in runs:
         scores, _, normalized = score_dict([r], [r.label])
         if not normalized:
