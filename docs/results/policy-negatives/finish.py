@@ -9,17 +9,22 @@ success at a step where that distance is within the task's threshold (plate-slid
 0.05); an episode succeeds if some step does. Per checkpoint: the success rate, the median end
 and closest distances, and the failing episodes' closest distances in threshold multiples.
 
+The rollouts are `return-weighting/rollout.py`'s `episode_states`.
+
 argv: TASK OUT.json CHECKPOINT... (a run's final/ or checkpoints/step_* folder); prints one line
 per checkpoint and writes OUT.json atomically."""
 
 import json
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from cvl_algos import load_learner
-from cvl_eval.rollout.evaluate import evaluate_policy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "return-weighting"))
+from rollout import episode_states  # noqa: E402  (the same rollouts as return-weighting's)
 
 EPISODES = 30
 POINT = {"plate-slide-v3": slice(4, 7), "reach-v3": slice(0, 3)}
@@ -29,19 +34,13 @@ OFFSET = {"plate-slide-v3": np.zeros(3), "reach-v3": np.array([0.0, 0.0, 0.045])
 
 def checkpoint_row(task: str, path: str) -> dict:
     learner = load_learner(path, device="cpu", restore_global_rng=False)
-    seen = []
-
-    def policy(obs):
-        seen.append(np.array(obs[0]))  # one env: the episodes' states in order
-        return learner.act(obs, deterministic=True)
-
-    result = evaluate_policy(task, policy, EPISODES, seed=100, num_envs=1)
-    bounds = np.cumsum((0,) + tuple(result.lengths))
-    states = np.stack(seen)
-    point = states[:, POINT[task]] - OFFSET[task]
-    distance = np.linalg.norm(point - states[:, 36:39], axis=-1)
-    ends = np.array([distance[b - 1] for b in bounds[1:]])
-    closest = np.array([distance[a:b].min() for a, b in zip(bounds[:-1], bounds[1:])])
+    result, episodes = episode_states(learner, task, EPISODES)
+    distance = [
+        np.linalg.norm(states[:, POINT[task]] - OFFSET[task] - states[:, 36:39], axis=-1)
+        for states in episodes
+    ]
+    ends = np.array([d[-1] for d in distance])
+    closest = np.array([d.min() for d in distance])
     failed = ~np.asarray(result.successes, dtype=bool)
     ratio = closest[failed] / THRESHOLD[task]
     return {

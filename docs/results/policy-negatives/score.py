@@ -22,6 +22,7 @@ import numpy as np
 
 from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improvement
 from cvl_eval.analysis.run_scores import load_runs, score_dict
+from cvl_eval.runs.folder import RunFolder
 
 ARMS = ("k16", "polu")
 HELD_OUT = ["hammer-v3", "handle-pull-v3", "lever-pull-v3", "plate-slide-v3"]
@@ -150,12 +151,9 @@ def held_out_stitched(runs: dict, here: Path) -> dict:
 
 def repeats_10k(run_10k: Path, run_20k: Path) -> bool:
     """Whether a 20k run's evaluations up to 10k repeat its 10k run's, episode for episode."""
-
-    def returns(run: Path) -> list:
-        lines = (run / "evals.jsonl").read_text().splitlines()
-        return [json.loads(line)["episode_returns"] for line in lines if line.strip()]
-
-    first, second = returns(run_10k), returns(run_20k)
+    first, second = (
+        [e["episode_returns"] for e in RunFolder(run).read_evals()] for run in (run_10k, run_20k)
+    )
     return len(first) > 0 and first == second[: len(first)]
 
 

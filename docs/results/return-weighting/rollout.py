@@ -81,18 +81,26 @@ def critic_row(learner, data, obs, data_actions):
             "policy_cosine_to_puck": round(float(np.mean(cosine)), 3)}
 
 
-def checkpoint_row(path, data, approach):
-    learner = load_learner(path, device="cpu", restore_global_rng=False)
+def episode_states(learner, task, episodes):
+    """``episodes`` evaluation episodes of ``learner``'s mean action on ``task`` (seed 100, the
+    training's evaluation seeds, one env so the states come in order) -> (the EvalResult, each
+    episode's (T, state) array of the states the policy acted on)."""
     seen = []
 
     def policy(obs):
-        seen.append(np.array(obs[0]))  # one env: the episodes' states in order
+        seen.append(np.array(obs[0]))
         return learner.act(obs, deterministic=True)
 
-    result = evaluate_policy("plate-slide-v3", policy, EPISODES, seed=100, num_envs=1)
-    bounds = np.cumsum((0,) + result.lengths)
+    result = evaluate_policy(task, policy, episodes, seed=100, num_envs=1)
+    bounds = np.cumsum((0,) + tuple(result.lengths))
     states = np.stack(seen)
-    hand_puck, puck_goal = zip(*(distances(states[a:b]) for a, b in zip(bounds[:-1], bounds[1:])))
+    return result, [states[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def checkpoint_row(path, data, approach):
+    learner = load_learner(path, device="cpu", restore_global_rng=False)
+    result, episodes = episode_states(learner, "plate-slide-v3", EPISODES)
+    hand_puck, puck_goal = zip(*(distances(states) for states in episodes))
     return {"step": learner.step, "return": round(float(np.mean(result.returns)), 1),
             "success": float(np.mean(result.successes)), **summary(hand_puck, puck_goal),
             **critic_row(learner, data, *approach)}
