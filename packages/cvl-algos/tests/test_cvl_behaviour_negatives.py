@@ -201,6 +201,71 @@ def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_d
     assert abs(float(uniform.mean())) < 0.02 and abs(float(uniform.var()) - 1 / 3) < 0.02
 
 
+@pytest.mark.parametrize("own", [1, 3])
+def test_policy_uniform_takes_the_policy_share_it_is_given(own) -> None:
+    # K = 4 with n of them the policy's: its mode, n - 1 samples, then 4 - n uniform draws
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    config.update(action_contrast_negatives=4, action_contrast_policy_negatives=own)
+    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    batch = make_contrastive_batch(0)
+    learner.update(batch)
+    with torch.no_grad():
+        mean, log_std = learner.policy(batch.obs_t)
+    draws = torch.stack([learner._negative_actions(batch, 0) for _ in range(400)])
+    assert draws.shape[1:] == (4, *batch.action_t.shape)
+    assert torch.equal(draws[:, 0], torch.tanh(mean).expand_as(draws[:, 0]))
+    samples = torch.atanh(draws[:, 1:own].clamp(-0.999999, 0.999999))
+    eps = (samples - mean) / log_std.exp()
+    if own > 1:
+        assert abs(float(eps.mean())) < 0.05 and abs(float(eps.std()) - 1.0) < 0.05
+    uniform = draws[:, own:]
+    assert abs(float(uniform.mean())) < 0.02 and abs(float(uniform.var()) - 1 / 3) < 0.02
+    # a uniform draw's atanh is not standard normal around the mode: the split is where told
+    stray = (torch.atanh(uniform.clamp(-0.999999, 0.999999)) - mean) / log_std.exp()
+    assert float(stray.std()) > 1.5
+
+
+def test_policy_share_none_is_half_and_the_default_draws_are_unchanged() -> None:
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    config["action_contrast_negatives"] = 8
+    implicit = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=2, **config)
+    explicit = make_learner(
+        "cvl_mc", (OBS_DIM,), ACTION_DIM, seed=2, action_contrast_policy_negatives=4, **config
+    )
+    assert implicit.config.policy_negatives() == 4
+    batch, drawn = make_contrastive_batch(0), []
+    for learner in (implicit, explicit):
+        torch.manual_seed(5)
+        drawn.append(learner._negative_actions(batch, 0))
+    assert torch.equal(*drawn)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"action_contrast_policy_negatives": 0},
+        {"action_contrast_policy_negatives": 3},
+        {"action_contrast_policy_negatives": True},
+        {"action_contrast_policy_negatives": 1.0},
+        {"action_contrast_policy_negatives": 1, "action_contrast_source": "uniform"},
+    ],
+)
+def test_policy_share_refusals(extra) -> None:
+    config = {**BEHAVIOUR, "action_contrast_source": "policy_uniform", **extra}
+    with pytest.raises(ValueError, match=r"action_contrast_policy_negatives must be None or an"):
+        make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, **config)
+
+
+def test_policy_share_of_one_vectorised_seeds_equal_each_seed_alone() -> None:
+    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
+    config.update(action_contrast_negatives=4, action_contrast_policy_negatives=1)
+
+    def build(seed):
+        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=seed, **config)
+
+    check_vectorised_equals_alone(build, updates=10)
+
+
 def test_policy_uniform_needs_the_mode_and_a_uniform_draw_and_a_tanh_gaussian() -> None:
     config = {**BEHAVIOUR, "action_contrast_source": "policy_uniform"}
     with pytest.raises(ValueError, match=r"action_contrast_negatives must be >= 2"):

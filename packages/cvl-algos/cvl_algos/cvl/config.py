@@ -187,10 +187,17 @@ class CVLConfig:
     against 0.76 (the batch term's loss back), so "uniform" stays the presets' (docs/results.md,
     "Half batch, half uniform negatives"). "policy_uniform": half the current policy's, half
     uniform: the policy's mode and ``K // 2 - 1`` samples of its tanh-Gaussian at the anchor's
-    state (no gradient reaches the policy), then ``K - K // 2`` uniform actions. DDPG+BC's Q term
+    state (no gradient reaches the policy), then ``K - K // 2`` uniform actions (other shares:
+    ``action_contrast_policy_negatives``). DDPG+BC's Q term
     climbs Q at the policy's mode, so that is where the critic must rank actions by their futures;
     the proposal changes Q's optimum only by a function of ``(s, a)``, which the self-normalised Q
     cancels (not in the paper; a tanh-Gaussian policy only)."""
+    action_contrast_policy_negatives: int | None = None
+    """With ``action_contrast_source="policy_uniform"``: how many of the K negatives are the
+    policy's (its mode, then ``n - 1`` samples of its tanh-Gaussian), the other ``K - n`` uniform
+    actions; None is ``K // 2``, the source's measured setting (`policy_negatives`). Fewer of
+    them contrast the data's action with the policy's mode and less of its spread. Read by no
+    other source (not in the paper)."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
@@ -545,6 +552,7 @@ class CVLConfig:
                 f"{self.action_contrast_weight!r}, action_contrast_bias "
                 f"{self.action_contrast_bias}, bc_density_weight {self.bc_density_weight!r}"
             )
+        self._check_policy_negatives()
         perturbed = self.action_contrast_source == "perturbed"
         if not (0.0 < self.action_contrast_noise < math.inf) or (
             not perturbed and self.action_contrast_noise != ACTION_CONTRAST_NOISE
@@ -581,6 +589,31 @@ class CVLConfig:
                 f"rff_kind must be 'trig', 'positive', 'oprf' or 'exact', got {self.rff_kind!r}"
             )
         self._check_kernel()
+
+    def policy_negatives(self) -> int:
+        """How many of the action term's negatives are the policy's with
+        ``action_contrast_source="policy_uniform"``: the field, or ``K // 2`` when it is None."""
+        count = self.action_contrast_policy_negatives
+        return self.action_contrast_negatives // 2 if count is None else count
+
+    def _check_policy_negatives(self) -> None:
+        """``action_contrast_policy_negatives``: only with "policy_uniform", an int in [1, K - 1]
+        (the policy's mode and at least one uniform draw)."""
+        count = self.action_contrast_policy_negatives
+        if count is None:
+            return
+        is_int = isinstance(count, int) and not isinstance(count, bool)
+        if (
+            self.action_contrast_source != "policy_uniform"
+            or not is_int
+            or not 1 <= count <= self.action_contrast_negatives - 1
+        ):
+            raise ValueError(
+                f"action_contrast_policy_negatives must be None or an int in [1, "
+                f"action_contrast_negatives - 1 = {self.action_contrast_negatives - 1}], and is "
+                f"read only with action_contrast_source='policy_uniform', got {count!r} with "
+                f"{self.action_contrast_source!r}"
+            )
 
     def _check_kernel(self) -> None:
         """``critic_kernel`` and the exact features, which exist for the "lse" kernel only."""

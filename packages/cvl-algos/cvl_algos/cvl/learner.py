@@ -321,7 +321,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         the flow integrated from K noises per state), uniform actions on [-1, 1] ("uniform"),
         the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), K - K // 2
         other anchors' actions then K // 2 uniform ones ("batch_uniform"), the policy's mode and
-        K // 2 - 1 of its samples then K - K // 2 uniform ones ("policy_uniform"), else None (the
+        n - 1 of its samples then K - n uniform ones ("policy_uniform", n =
+        `CVLConfig.policy_negatives`, K // 2 by default), else None (the
         loss takes other anchors' actions)."""
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
@@ -335,11 +336,11 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             drawn = uniform_actions((num // 2, *action_t.shape), action_t.dtype, action_t.device)
             return torch.cat([other_anchors_actions(action_t, num - num // 2), drawn])
         if cfg.action_contrast_source == "policy_uniform":
-            action_t = batch.action_t
+            action_t, own_count = batch.action_t, cfg.policy_negatives()
             with torch.no_grad():
-                own = candidate_actions(self.policy, batch.obs_t, num // 2 - 1)
+                own = candidate_actions(self.policy, batch.obs_t, own_count - 1)
             drawn = uniform_actions(
-                (num - num // 2, *action_t.shape), action_t.dtype, action_t.device
+                (num - own_count, *action_t.shape), action_t.dtype, action_t.device
             )
             return torch.cat([own, drawn])
         if cfg.action_contrast_source == "perturbed":
