@@ -1,0 +1,102 @@
+"""policy-negatives' sixth amendment (PREREG.md): arm `polu1`, the policy's mode alone among the
+action term's 8 negatives (`action_contrast_policy_negatives=1`), against the default (`polu`,
+the mode, 3 samples, 4 uniform) and uniform negatives on the same data and seeds.
+
+- Screen H: held-out hammer and lever-pull x seeds 0 and 1, each run's expert-normalised return
+  of its last 3 evaluations pooled (5k-10k), the mean over the four runs against `screen.json`'s.
+- Screen C: the mixed suite's reach mixture and held-out stitched plate-slide x seeds 0-2, 30
+  episodes of each final policy (`finish.py`), the mean success over the six runs against
+  `finish.json`'s rows of both sources.
+
+argv: HELDOUT FINISH.json OUT.json, run from this folder. HELDOUT is screen H's `cvl-sweep`
+out-dir; FINISH.json is `finish.py`'s output on the arm's final policies (its row keys are the
+checkpoint paths, each ending in ``seed_<s>/final``)."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+from score import SCREEN_H, per_run
+
+BANDS_H = (0.46, 0.50)  # "loses it" at or below, "keeps the gain" at or above, "part" between
+BANDS_C = (0.55, 0.70)  # "keeps it" at or below, "removes the cost" at or above, "part" between
+SEEDS = (0, 1, 2)
+DATA_C = {
+    "reach-v3": "mixed-suite reach mixture, 10k",
+    "plate-slide-v3": "held-out stitched plate-slide, 10k",
+}
+SOURCES = {"polu": "the policy's negatives (default)", "uniform": "uniform negatives (control)"}
+KEPT = ("success", "median_end_distance", "failed_within_2_thresholds")
+
+
+def screen_h(heldout: Path, here: Path) -> dict:
+    runs = per_run(heldout / "cvl_mc")
+    missing = [k for k in SCREEN_H if k not in runs]
+    if missing:
+        raise SystemExit(f"{heldout}: screen H runs missing: {missing}")
+    stored = json.loads((here / "screen.json").read_text())
+    mean = float(np.mean([runs[k]["normalized"] for k in SCREEN_H]))
+    low, high = BANDS_H
+    reading = "keeps the gain" if mean >= high else "loses it" if mean <= low else "part"
+    return {
+        "scored_by": "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)",
+        "runs": {f"{t} seed {s}": runs[(t, s)] for t, s in SCREEN_H},
+        "mean": mean,
+        "polu": stored["polu"]["screen H"]["mean"],
+        "uniform": stored["reference"]["screen H, the presets' cvl_mc"],
+        "reading": reading,
+    }
+
+
+def arm_rows(finish: dict, task: str) -> dict[int, dict]:
+    """seed -> the arm's finish row of ``task``, keyed by the seed in each checkpoint's path."""
+    out = {}
+    for path, row in finish[task]["rows"].items():
+        found = re.search(r"seed_(\d+)/final/?$", path)
+        if found is None or row["step"] != 10000:
+            raise SystemExit(f"FINISH.json {task}: {path!r} is not a 10k run's final/ folder")
+        out[int(found.group(1))] = {k: row[k] for k in KEPT}
+    if sorted(out) != list(SEEDS):
+        raise SystemExit(f"FINISH.json {task}: seeds {sorted(out)}, expected {list(SEEDS)}")
+    return out
+
+
+def screen_c(finish: dict, here: Path) -> dict:
+    stored = json.loads((here / "finish.json").read_text())
+    runs = {"polu1": {}, "polu": {}, "uniform": {}}
+    for task, data in DATA_C.items():
+        for seed, row in arm_rows(finish, task).items():
+            runs["polu1"][f"{task} seed {seed}"] = row
+        for arm, label in SOURCES.items():
+            for seed in SEEDS:
+                row = stored[task]["rows"][f"{label} | {data} | seed {seed}"]
+                runs[arm][f"{task} seed {seed}"] = {k: row[k] for k in KEPT}
+    means = {
+        arm: float(np.mean([r["success"] for r in rows.values()])) for arm, rows in runs.items()
+    }
+    low, high = BANDS_C
+    mean = means["polu1"]
+    reading = "removes the cost" if mean >= high else "keeps it" if mean <= low else "part"
+    return {
+        "scored_by": "30 episodes of each final policy (finish.py, seed 100)",
+        "runs": runs,
+        "mean success": means,
+        "reading": reading,
+    }
+
+
+def main(argv: list[str]) -> None:
+    heldout, finish_file, out_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    here = Path(__file__).parent
+    finish = json.loads(finish_file.read_text())
+    result = {"screen H": screen_h(heldout, here), "screen C": screen_c(finish, here)}
+    tmp = out_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.rename(out_file)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
