@@ -196,8 +196,10 @@ class CVLConfig:
     """With ``action_contrast_source="policy_uniform"``: how many of the K negatives are the
     policy's (its mode, then ``n - 1`` samples of its tanh-Gaussian), the other ``K - n`` uniform
     actions; None is ``K // 2``, the source's measured setting (`policy_negatives`). Fewer of
-    them contrast the data's action with the policy's mode and less of its spread. Read by no
-    other source (not in the paper)."""
+    them contrast the data's action with the policy's mode and less of its spread. The mode
+    alone (1 of 8), a 10-run screen: between "policy_uniform" and "uniform" on both the held-out
+    gain and the near misses (docs/results.md, "The policy's mode alone among the negatives").
+    Read by no other source (not in the paper)."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
