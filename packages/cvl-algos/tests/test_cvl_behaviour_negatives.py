@@ -181,12 +181,15 @@ def test_mixed_sources_loss_matches_the_naive_reference_on_their_draws(source):
     assert float(loss.detach()) == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
-def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_draws():
+@pytest.mark.parametrize("own", [None, 1, 3])
+def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_draws(own):
     _drawn_negatives("policy_uniform", 1)  # K = 3: the mode, then two uniform draws
-    # K = 4: the policy's mode, one sample of its tanh-Gaussian, then two uniform draws
+    # K = 4 with n of them the policy's (None: K // 2 = 2): its mode, n - 1 samples of its
+    # tanh-Gaussian, then 4 - n uniform draws
     config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
-    config["action_contrast_negatives"] = 4
+    config.update(action_contrast_negatives=4, action_contrast_policy_negatives=own)
     learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
+    own = 2 if own is None else own
     batch = make_contrastive_batch(0)
     learner.update(batch)
     with torch.no_grad():
@@ -194,26 +197,7 @@ def test_policy_uniform_negatives_are_the_policy_mode_and_samples_then_uniform_d
     draws = torch.stack([learner._negative_actions(batch, 0) for _ in range(400)])  # (N, 4, B, A)
     assert draws.shape[1:] == (4, *batch.action_t.shape) and not draws.requires_grad
     assert torch.equal(draws[:, 0], torch.tanh(mean).expand_as(draws[:, 0]))
-    # the sample: atanh of it is mean + std * eps, eps standard normal
-    eps = (torch.atanh(draws[:, 1].clamp(-0.999999, 0.999999)) - mean) / log_std.exp()
-    assert abs(float(eps.mean())) < 0.05 and abs(float(eps.std()) - 1.0) < 0.05
-    uniform = draws[:, 2:]
-    assert abs(float(uniform.mean())) < 0.02 and abs(float(uniform.var()) - 1 / 3) < 0.02
-
-
-@pytest.mark.parametrize("own", [1, 3])
-def test_policy_uniform_takes_the_policy_share_it_is_given(own) -> None:
-    # K = 4 with n of them the policy's: its mode, n - 1 samples, then 4 - n uniform draws
-    config = {**TINY, **BEHAVIOUR, "action_contrast_source": "policy_uniform"}
-    config.update(action_contrast_negatives=4, action_contrast_policy_negatives=own)
-    learner = make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=0, **config)
-    batch = make_contrastive_batch(0)
-    learner.update(batch)
-    with torch.no_grad():
-        mean, log_std = learner.policy(batch.obs_t)
-    draws = torch.stack([learner._negative_actions(batch, 0) for _ in range(400)])
-    assert draws.shape[1:] == (4, *batch.action_t.shape)
-    assert torch.equal(draws[:, 0], torch.tanh(mean).expand_as(draws[:, 0]))
+    # the samples: atanh of each is mean + std * eps, eps standard normal
     samples = torch.atanh(draws[:, 1:own].clamp(-0.999999, 0.999999))
     eps = (samples - mean) / log_std.exp()
     if own > 1:
