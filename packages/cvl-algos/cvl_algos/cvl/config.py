@@ -260,6 +260,13 @@ class CVLConfig:
     distribution instead, so the best futures of (s, a) count more, IQL's expectile applied to
     the critic's futures instead of the data's actions (`weighted_expectile`; not in the
     paper). The random-feature estimator is linear in the weights and cannot take it."""
+    q_support_gate: bool = False
+    """"mc" with ``self_normalized``: the policy step's Q is gated by the data's action at the
+    same state, ``Q_sn(s, a) sigmoid(D(s, a) - D(s, a_data))``: the data action's futures join
+    the softmax as zero-reward futures (`cvl_algos.cvl.q.gated_q_from_latents`). The
+    self-normalised Q values an action the critic tells from the data's by other episodes'
+    futures, near the batch's mean reward; the gate values it down by the critic's own log
+    partition D. Only where Q is read at the data's states (not acting by Q; not in the paper)."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
     rff_kind: Literal["trig", "positive", "oprf", "exact"] = "trig"
@@ -486,6 +493,16 @@ class CVLConfig:
                 f"q_expectile must lie in (0, 1), and differ from 0.5 only with q_estimator='mc' "
                 f"and self_normalized=True, got {self.q_expectile!r} with "
                 f"{self.q_estimator!r}, self_normalized={self.self_normalized}"
+            )
+        by_q = self.act_candidates > 0 or self.policy_extraction == "flow_select"
+        if self.q_support_gate and (
+            self.q_estimator != "mc" or not self.self_normalized or self.q_expectile != 0.5 or by_q
+        ):
+            raise ValueError(
+                f"q_support_gate needs q_estimator='mc', self_normalized=True, q_expectile=0.5, "
+                f"act_candidates=0 and not 'flow_select' (the gate reads the data's action), got "
+                f"{self.q_estimator!r}, self_normalized={self.self_normalized}, "
+                f"{self.q_expectile}, {self.act_candidates}, {self.policy_extraction!r}"
             )
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")

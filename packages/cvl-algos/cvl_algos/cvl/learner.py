@@ -403,11 +403,17 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         state.count.add_(1)
         return {"xi_norm": torch.linalg.vector_norm(state.xi)}
 
-    def _q_fn(self, psi_futures: list[Tensor] | None, reward_future: Tensor | None):
+    def _q_fn(
+        self,
+        psi_futures: list[Tensor] | None,
+        reward_future: Tensor | None,
+        gate_actions: Tensor | None = None,
+    ):
         """Q of eq. 12 (RFF) or eq. 11 over the given future latents (one per critic, each its
         own ``psi_target``'s), critics detached; the minimum over the critics
         (`cvl_algos.cvl.q.ensemble_q_fn`) when there are several, or their mean
-        (``critic_reduction``)."""
+        (``critic_reduction``); each critic's gated by the data's actions ``gate_actions`` when
+        given (``q_support_gate``)."""
         cfg: CVLConfig = self.config
         if cfg.q_estimator == "rff":
             return rff_q_fn(
@@ -416,7 +422,13 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         assert psi_futures is not None and len(psi_futures) == len(self.critics)
         fns = [
             direct_q_fn(
-                critic, psi, reward_future, cfg.discount, cfg.self_normalized, cfg.q_expectile
+                critic,
+                psi,
+                reward_future,
+                cfg.discount,
+                cfg.self_normalized,
+                cfg.q_expectile,
+                gate_actions,
             )
             for critic, psi in zip(self.critics, psi_futures, strict=True)
         ]
@@ -435,7 +447,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         batch = batch.for_policy()
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
-        q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"])
+        gate_actions = batch.action_t if cfg.q_support_gate else None
+        q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"], gate_actions)
         if cfg.policy_extraction == "flow":
             return self._extraction_loss(
                 self.policy, q_fn, batch.obs_t, batch.action_t, **extraction_kwargs(cfg)

@@ -67,6 +67,49 @@ def q_direct_from_latents(
     return reduce(weighted, "b m -> b", "mean") / (1.0 - discount)
 
 
+def gated_q_from_latents(
+    phi_t: Tensor,
+    phi_data: Tensor,
+    psi_future: Tensor,
+    reward_future: Tensor,
+    discount: float,
+    temperature: float | Tensor,
+    kernel: str = "dot",
+) -> Tensor:
+    """The self-normalised Q (eq. 11) gated by the data's action at the same state (not in the
+    paper): the futures of the data's action ``a_data`` enter the softmax as zero-reward futures,
+
+    ``Q_i = 1/(1-g) * sum_j r_j e^{f_ij} / (sum_j e^{f_ij} + sum_j e^{g_ij})
+          = Q_sn(s_i, a_i) * sigmoid(D(s_i, a_i) - D(s_i, a_data,i))``,
+
+    f the critic's logits of ``(s, a)``, g those of ``(s, a_data)``, D the log partition
+    (`log_density_ratio_from_latents`). The self-normalised Q cancels D, the constant per anchor
+    that InfoNCE leaves free; with the action-contrast term D is the critic's own
+    ``log p(a | s) / p(a)``, so the gate is the critic's probability that the futures come from
+    ``a`` rather than from the data's action: about 1 where ``a`` is at least as likely as the
+    data's action, ``e^{D(a) - D(a_data)}`` below it, 1/2 at the data's action. An action the
+    critic has learned to tell from the data's (its futures rest on other episodes' futures, which
+    flattens its self-normalised weights towards the batch's mean reward) is valued down rather
+    than up. Unlike the plain eq. 11 (``Q_sn e^{D}``) the density cannot raise Q without bound.
+
+    Args:
+        phi_t: (B, d) anchor features phi(s_i, a_i).
+        phi_data: (B, d) features phi(s_i, a_data,i) of the data's action at the same states.
+        psi_future: (M, d) features of future states drawn from the data.
+        reward_future: (M,) their arrival rewards.
+    Returns:
+        (B,) Q estimates.
+    """
+    assert phi_t.shape == phi_data.shape and phi_t.ndim == 2, (phi_t.shape, phi_data.shape)
+    assert psi_future.ndim == 2 and phi_t.shape[1] == psi_future.shape[1], psi_future.shape
+    assert reward_future.shape == psi_future.shape[:1], (reward_future.shape, psi_future.shape)
+    logits = kernel_logits(phi_t, psi_future, temperature, kernel)
+    logits_data = kernel_logits(phi_data, psi_future, temperature, kernel)
+    joint = torch.cat([logits, logits_data.to(logits.dtype)], dim=1)  # (B, 2M)
+    weights = torch.softmax(joint, dim=1)[:, : psi_future.shape[0]]
+    return einsum(weights, reward_future.to(logits.dtype), "b m, m -> b") / (1.0 - discount)
+
+
 def log_density_ratio_from_latents(
     phi_t: Tensor, psi_future: Tensor, temperature: float | Tensor, kernel: str = "dot"
 ) -> Tensor:
@@ -287,16 +330,29 @@ def direct_q_fn(
     discount: float,
     self_normalized: bool = False,
     expectile: float = 0.5,
+    gate_actions: Tensor | None = None,
 ) -> Callable[[Tensor, Tensor], Tensor]:
     """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 11 against fixed future
     latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached);
-    ``expectile`` as in `q_direct_from_latents`."""
+    ``expectile`` as in `q_direct_from_latents`. Given the data's actions ``gate_actions``
+    (B, A) at the states the q_fn is called with, Q is `gated_q_from_latents` (the data's
+    latents without a graph; ``self_normalized`` and ``expectile`` 0.5 required)."""
     phi = detached_phi(critic)
     psi_future = psi_future.detach()
     temperature = critic.detached_temperature()  # the policy loss leaves a learned one alone
+    assert gate_actions is None or (self_normalized and expectile == 0.5)
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
         latents = rearrange(phi(obs_t, actions), "n b d -> (n b) d")
+        if gate_actions is not None:
+            assert gate_actions.shape == actions.shape[1:], (gate_actions.shape, actions.shape)
+            with torch.no_grad():
+                phi_data = phi(obs_t, rearrange(gate_actions, "b a -> 1 b a"))[0]
+            phi_data = repeat(phi_data, "b d -> (n b) d", n=actions.shape[0])
+            q = gated_q_from_latents(
+                latents, phi_data, psi_future, reward_future, discount, temperature, critic.kernel
+            )
+            return rearrange(q, "(n b) -> n b", n=actions.shape[0])
         q = q_direct_from_latents(
             latents,
             psi_future,
