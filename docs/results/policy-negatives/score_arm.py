@@ -1,6 +1,7 @@
-"""policy-negatives' sixth amendment (PREREG.md): arm `polu1`, the policy's mode alone among the
-action term's 8 negatives (`action_contrast_policy_negatives=1`), against the default (`polu`,
-the mode, 3 samples, 4 uniform) and uniform negatives on the same data and seeds.
+"""policy-negatives' screens H and C (PREREG.md, sixth and seventh amendments) of one arm (`polu1`:
+the policy's mode alone among the action term's 8 negatives; `qgate`: the policy step's Q gated by
+the data's action), against the default (`polu`, the mode, 3 samples, 4 uniform) and uniform
+negatives on the same data and seeds.
 
 - Screen H: held-out hammer and lever-pull x seeds 0 and 1, each run's expert-normalised return
   of its last 3 evaluations pooled (5k-10k), the mean over the four runs against `screen.json`'s.
@@ -8,7 +9,7 @@ the mode, 3 samples, 4 uniform) and uniform negatives on the same data and seeds
   episodes of each final policy (`finish.py`), the mean success over the six runs against
   `finish.json`'s rows of both sources.
 
-argv: HELDOUT FINISH.json OUT.json, run from this folder. HELDOUT is screen H's `cvl-sweep`
+argv: ARM HELDOUT FINISH.json OUT.json, run from this folder; ARM names the arm in the output. HELDOUT is screen H's `cvl-sweep`
 out-dir; FINISH.json is `finish.py`'s output on the arm's final policies (its row keys are the
 checkpoint paths, each ending in ``seed_<s>/final``)."""
 
@@ -63,21 +64,21 @@ def arm_rows(finish: dict, task: str) -> dict[int, dict]:
     return out
 
 
-def screen_c(finish: dict, here: Path) -> dict:
+def screen_c(arm: str, finish: dict, here: Path) -> dict:
     stored = json.loads((here / "finish.json").read_text())
-    runs = {"polu1": {}, "polu": {}, "uniform": {}}
+    runs = {arm: {}, "polu": {}, "uniform": {}}
     for task, data in DATA_C.items():
         for seed, row in arm_rows(finish, task).items():
-            runs["polu1"][f"{task} seed {seed}"] = row
-        for arm, label in SOURCES.items():
+            runs[arm][f"{task} seed {seed}"] = row
+        for source, label in SOURCES.items():
             for seed in SEEDS:
                 row = stored[task]["rows"][f"{label} | {data} | seed {seed}"]
-                runs[arm][f"{task} seed {seed}"] = {k: row[k] for k in KEPT}
+                runs[source][f"{task} seed {seed}"] = {k: row[k] for k in KEPT}
     means = {
-        arm: float(np.mean([r["success"] for r in rows.values()])) for arm, rows in runs.items()
+        name: float(np.mean([r["success"] for r in rows.values()])) for name, rows in runs.items()
     }
     low, high = BANDS_C
-    mean = means["polu1"]
+    mean = means[arm]
     reading = "removes the cost" if mean >= high else "keeps it" if mean <= low else "part"
     return {
         "scored_by": "30 episodes of each final policy (finish.py, seed 100)",
@@ -88,10 +89,12 @@ def screen_c(finish: dict, here: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    heldout, finish_file, out_file = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    if len(argv) != 4:
+        raise SystemExit("usage: score_arm.py ARM HELDOUT FINISH.json OUT.json")
+    arm, heldout, finish_file, out_file = argv[0], Path(argv[1]), Path(argv[2]), Path(argv[3])
     here = Path(__file__).parent
     finish = json.loads(finish_file.read_text())
-    result = {"screen H": screen_h(heldout, here), "screen C": screen_c(finish, here)}
+    result = {"screen H": screen_h(heldout, here), "screen C": screen_c(arm, finish, here)}
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
