@@ -21,10 +21,14 @@ from einops import rearrange
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cvl_losses import make_batch, make_nets  # pants: no-infer-dep
+from test_cvl_neighbourhood_cap import with_neighbours  # pants: no-infer-dep
 
 from cvl_algos import make_learner
+from cvl_algos.cvl.extraction import ddpg_bc_policy_loss
 from cvl_algos.cvl.q import (
     direct_q_fn,
+    ensemble_q_fn,
+    gated_data_q_fn,
     gated_q_from_latents,
     log_density_ratio_from_latents,
     q_direct_from_latents,
@@ -131,6 +135,27 @@ def test_q_fn_gates_each_sample_by_its_states_data_action() -> None:
     assert all(p.grad is None for p in critic.parameters())
 
 
+def test_gated_q_of_the_datas_own_pairs_is_half_the_ungated() -> None:
+    """At the data's own actions the gate is sigmoid(0): the gated q_fn of the anchors equals
+    `gated_data_q_fn` of the ungated one, for one critic and for the minimum over two."""
+    critics = [make_nets(seed)[0] for seed in (0, 1)]
+    batch = make_batch(6, seed=4)
+    with torch.no_grad():
+        psis = [critic.psi(batch.obs_future) for critic in critics]
+    data = rearrange(batch.action_t, "b a -> 1 b a")
+    for count in (1, 2):
+        pairs = list(zip(critics[:count], psis[:count]))
+        args = (batch.reward_future, 0.99, True, 0.5)
+        gated = ensemble_q_fn([direct_q_fn(c, p, *args, batch.action_t) for c, p in pairs])
+        plain = ensemble_q_fn([direct_q_fn(c, p, *args) for c, p in pairs])
+        torch.testing.assert_close(
+            gated(batch.obs_t, data), gated_data_q_fn(plain)(batch.obs_t, data)
+        )
+        torch.testing.assert_close(
+            gated_data_q_fn(plain)(batch.obs_t, data), 0.5 * plain(batch.obs_t, data)
+        )
+
+
 def test_learners_policy_step_reads_the_gated_q() -> None:
     """Two learners that differ only in the gate train their critics alike and their policies
     apart: the gate changes the policy step's Q and nothing before it."""
@@ -154,18 +179,62 @@ def test_learners_policy_step_reads_the_gated_q() -> None:
     assert any(not torch.equal(policies[0][k], policies[1][k]) for k in policies[0])
 
 
-def test_save_load_act_and_resume_identical(tmp_path) -> None:
+CAP = {"bc_q_cap": True, "bc_q_cap_neighbours": 3}
+
+
+def neighbour_batch(i: int):
+    return with_neighbours(make_contrastive_batch(i), 3, seed=i)
+
+
+@pytest.mark.parametrize("cap", [False, True])
+def test_save_load_act_and_resume_identical(cap: bool, tmp_path) -> None:
+    """With and without DDPG+BC's neighbourhood cap (the presets' setting), whose neighbours'
+    pairs take the gated Q of the data's own pairs."""
+
     def build():
-        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **GATED)
+        extra = CAP if cap else {}
+        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=4, **TINY, **GATED, **extra)
 
-    check_save_load_act_resume(build, tmp_path)
+    batch_fn = neighbour_batch if cap else make_contrastive_batch
+    check_save_load_act_resume(build, tmp_path, batch_fn=batch_fn)
 
 
-def test_vectorised_seeds_equal_each_seed_alone() -> None:
+@pytest.mark.parametrize("cap", [False, True])
+def test_vectorised_seeds_equal_each_seed_alone(cap: bool) -> None:
     def build(seed):
-        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **GATED)
+        extra = CAP if cap else {}
+        return make_learner("cvl_mc", (OBS_DIM,), ACTION_DIM, seed=seed, **TINY, **GATED, **extra)
 
-    check_vectorised_equals_alone(build, updates=20)
+    batch_fn = neighbour_batch if cap else make_contrastive_batch
+    check_vectorised_equals_alone(build, updates=20, batch_fn=batch_fn)
+
+
+def test_ddpg_bc_cap_reads_data_q_fn() -> None:
+    """With ``data_q_fn`` the cap (anchors' data pairs and neighbours' pairs) comes from it and the
+    mode's Q from ``q_fn``: alpha 0 leaves -mean_b min(Q(s_b, mode_b), cap_b) / mean_b |Q(s_b,
+    mode_b)|, cap_b = max(h(s_b, a_b), max_j h(s'_bj, a'_bj)), computed one anchor at a time."""
+    _, policy, _ = make_nets(3)
+    batch = with_neighbours(make_batch(5, seed=7), 2, seed=7)
+
+    def q_fn(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return 3.0 + actions @ torch.tensor([0.7, -1.3]) + obs[:, 0].abs()
+
+    def half(obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return 0.5 * q_fn(obs, actions)
+
+    loss, _ = ddpg_bc_policy_loss(policy, q_fn, batch, alpha=0.0, q_cap=True, data_q_fn=half)
+    with torch.no_grad():
+        mode = torch.tanh(policy(batch.obs_t)[0])
+        q_mode = q_fn(batch.obs_t, mode[None])[0]
+        caps = []
+        for b in range(5):
+            pairs = [half(batch.obs_t[b : b + 1], batch.action_t[b][None, None])[0, 0]]
+            for j in range(2):
+                obs_near = batch.neighbour_obs_t[b, j : j + 1]
+                pairs.append(half(obs_near, batch.neighbour_action_t[b, j][None, None])[0, 0])
+            caps.append(max(float(p) for p in pairs))
+        expected = -torch.minimum(q_mode, torch.tensor(caps)).mean() / q_mode.abs().mean()
+    torch.testing.assert_close(loss.detach(), expected)
 
 
 @pytest.mark.parametrize(

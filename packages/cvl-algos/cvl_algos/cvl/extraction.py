@@ -83,6 +83,7 @@ def ddpg_bc_policy_loss(
     q_cap: bool = False,
     density_fn: QFn | None = None,
     density_weight: float = 0.0,
+    data_q_fn: QFn | None = None,
 ) -> tuple[Tensor, dict]:
     """DDPG+BC on a tanh-Gaussian: ``-Q(s, tanh(mean(s))) / stopgrad(mean |Q|)
     - alpha * E_D log pi(a|s)`` (OGBench ``crl.py`` ``ddpgbc``; Park et al. 2024, sec. 3).
@@ -117,8 +118,10 @@ def ddpg_bc_policy_loss(
     log density ratio ``D(s, a) = log p(a | s) / p(a)``, `cvl_algos.cvl.q.direct_log_density_fn`)
     and ``density_weight`` w > 0 the loss adds ``-w mean_b D(s_b, mode(s_b))``: the mode is kept
     where the critic says the data's behaviours act, a support term that, unlike the
-    tanh-Gaussian's likelihood, does not average the behaviours' modes (not in the paper). Only
-    the policy gets gradients.
+    tanh-Gaussian's likelihood, does not average the behaviours' modes (not in the paper).
+    ``data_q_fn``, when given, is the Q of the data's own pairs (the weights' and the cap's, at
+    the anchors and at their neighbours) in place of ``q_fn``: the gated Q's
+    (`cvl_algos.cvl.q.gated_data_q_fn`). Only the policy gets gradients.
     """
     obs_t, action_t = batch.obs_t, batch.action_t
     assert obs_t.shape[0] == action_t.shape[0] and action_t.ndim == 2, (
@@ -131,12 +134,13 @@ def ddpg_bc_policy_loss(
     assert q.shape == obs_t.shape[:1], q.shape
     q_term, scale = normalized_q_objective(q)
     q_data = None
+    data_fn = q_fn if data_q_fn is None else data_q_fn
     if q_weight_beta or q_cap:
         with torch.no_grad():
-            q_data = q_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
+            q_data = data_fn(obs_t, rearrange(action_t, "b a -> 1 b a"))[0]
     cap = None
     if q_cap:
-        cap = neighbourhood_cap(q_fn, q_data, batch)
+        cap = neighbourhood_cap(data_fn, q_data, batch)
         q_term = -torch.minimum(q, cap).mean() / scale
     if fixed_std is None:
         log_prob_data = action_log_prob(mean, log_std, action_t)

@@ -42,6 +42,7 @@ from cvl_algos.cvl.q import (
     direct_log_density_fn,
     direct_q_fn,
     ensemble_q_fn,
+    gated_data_q_fn,
     rff_q_fn,
     xi_ema,
     xi_estimate,
@@ -448,12 +449,15 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         if cfg.policy_extraction == "flow_select":
             return self._extraction_loss(self.policy.velocity, batch.obs_t, batch.action_t)
         gate_actions = batch.action_t if cfg.q_support_gate else None
-        q_fn = self._q_fn(self._carried_psi_futures(carry), carry["reward_future"], gate_actions)
+        psi_futures = self._carried_psi_futures(carry)
+        q_fn = self._q_fn(psi_futures, carry["reward_future"], gate_actions)
         if cfg.policy_extraction == "flow":
             return self._extraction_loss(
                 self.policy, q_fn, batch.obs_t, batch.action_t, **extraction_kwargs(cfg)
             )
         kwargs = extraction_kwargs(cfg)
+        if gate_actions is not None and cfg.policy_extraction == "ddpgbc":
+            kwargs["data_q_fn"] = gated_data_q_fn(self._q_fn(psi_futures, carry["reward_future"]))
         if cfg.bc_density_weight:
             kwargs["density_fn"] = direct_log_density_fn(self.critic, carry["psi_future"])
             kwargs["density_weight"] = cfg.bc_density_weight

@@ -368,6 +368,19 @@ def direct_q_fn(
     return q_fn
 
 
+def gated_data_q_fn(q_fn: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor], Tensor]:
+    """The gated Q (`gated_q_from_latents`) of the data's own pairs ``(s, a_data(s))``, from the
+    ungated self-normalised ``q_fn`` (a `direct_q_fn` without ``gate_actions``, or an
+    `ensemble_q_fn` of them): there the gate is ``sigmoid(0) = 1/2`` exactly, so it is half of
+    ``q_fn`` at any states, e.g. the neighbours' of DDPG+BC's cap, whose own actions the gated
+    q_fn of the anchors cannot take (``min`` and ``mean`` over critics commute with the half)."""
+
+    def data_q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:
+        return 0.5 * q_fn(obs_t, actions)
+
+    return data_q_fn
+
+
 def ensemble_q_fn(
     q_fns: list[Callable[[Tensor, Tensor], Tensor]], reduction: str = "min"
 ) -> Callable[[Tensor, Tensor], Tensor]:
