@@ -266,7 +266,11 @@ class CVLConfig:
     the softmax as zero-reward futures (`cvl_algos.cvl.q.gated_q_from_latents`). The
     self-normalised Q values an action the critic tells from the data's by other episodes'
     futures, near the batch's mean reward; the gate values it down by the critic's own log
-    partition D. Only where Q is read at the data's states (not acting by Q; not in the paper)."""
+    partition D. Only where Q is read at the data's states (not acting by Q; not in the paper).
+    Off: with the policy's actions among the action term's negatives (the presets') the critic
+    lowers D wherever the policy acts and the policy flees its own penalty, losing the held-out
+    gain and the stitched tasks (a 10-run screen, docs/results.md, "The policy step's Q gated by
+    the data's action")."""
     num_rff_features: int = 1024
     """D, number of random Fourier features, independent of latent_dim (not in the paper)."""
     rff_kind: Literal["trig", "positive", "oprf", "exact"] = "trig"
