@@ -28,6 +28,11 @@ import numpy as np
 import torch
 
 from cvl_algos import load_learner
+from cvl_algos.cvl.q import (
+    gated_q_from_latents,
+    log_density_ratio_from_latents,
+    q_direct_from_latents,
+)
 from cvl_data import open_dataset
 from cvl_eval.analysis.critic_diagnostics import _data_futures, q_function
 from cvl_models import kernel_logits
@@ -40,45 +45,48 @@ GOAL = 0.07  # plate-slide's success threshold on the puck-goal distance
 NEAR = 0.10  # the hand's distance that makes a future the anchor's neighbourhood
 
 
-def weights(
-    learner, obs: np.ndarray, action: np.ndarray, obs_future
-) -> tuple[np.ndarray, np.ndarray]:
-    """(N, M) softmax weights of the first critic over the futures and (N,) its log partition."""
-    critic = learner.critic
+def latents(learner, obs: np.ndarray, action: np.ndarray) -> torch.Tensor:
+    """(N, d) float64 features phi(s, a) of the first critic."""
     with torch.no_grad():
-        phi = critic.phi(learner.obs_tensor(obs), torch.as_tensor(action).float())
-        psi = learner.psi_target(obs_future)
-        logits = kernel_logits(phi, psi, critic.temperature, critic.kernel).double()
-        log_partition = torch.logsumexp(logits, dim=1) - np.log(logits.shape[1])
-        return torch.softmax(logits, dim=1).numpy(), log_partition.numpy()
+        action_t = torch.as_tensor(action).float()
+        return learner.critic.phi(learner.obs_tensor(obs), action_t).double()
 
 
 def row(path: str, data, obs: np.ndarray, data_actions: np.ndarray) -> dict:
     learner = load_learner(path, device="cpu", restore_global_rng=False)
+    critic, discount = learner.critic, learner.config.discount
     batch = _data_futures(learner, data, FUTURES, 0)
     future = batch.obs_future.cpu().numpy()
     at_goal = np.linalg.norm(future[:, 4:7] - future[:, 36:39], axis=1) < GOAL
     near = np.linalg.norm(obs[:, None, 0:3] - future[None, :, 0:3], axis=-1) < NEAR
     q = q_function(learner, data)
-    flat = float(batch.reward_future.double().mean()) / (1.0 - learner.config.discount)
+    reward = batch.reward_future.double()
+    flat = float(reward.mean()) / (1.0 - discount)
     policy = learner.act(obs, deterministic=True).astype(np.float32)
-    reward = batch.reward_future.double().numpy() / (1.0 - learner.config.discount)
+    with torch.no_grad():
+        psi = learner.psi_target(batch.obs_future).double()
+    temperature, kernel = critic.temperature, critic.kernel
+    phi_data = latents(learner, obs, data_actions)
+    d_data = log_density_ratio_from_latents(phi_data, psi, temperature, kernel)
     out = {"approach_states": len(obs), "q_flat_weights": round(flat, 1)}
-    partitions = {}
     for name, action in (("data", data_actions), ("policy", policy)):
-        w, partitions[name] = weights(learner, obs, action, batch.obs_future)
+        phi = latents(learner, obs, action)
+        w = torch.softmax(kernel_logits(phi, psi, temperature, kernel), dim=1).numpy()
+        q_sn = q_direct_from_latents(
+            phi, psi, reward, discount, temperature, self_normalized=True, kernel=kernel
+        )
+        d = log_density_ratio_from_latents(phi, psi, temperature, kernel)
+        gated = gated_q_from_latents(phi, phi_data, psi, reward, discount, temperature, kernel)
         out[name] = {
             "effective_futures": round(float(np.mean(1.0 / np.sum(w**2, axis=1))), 1),
             "weight_at_goal": round(float(np.mean(w[:, at_goal].sum(axis=1))), 3),
             "weight_near_anchor": round(float(np.mean(np.sum(w * near, axis=1))), 3),
             "q": round(float(np.mean(q(obs, action))), 1),
-            "log_partition": round(float(np.mean(partitions[name])), 3),
-            "q_first_critic": round(float(np.mean(w @ reward)), 1),
+            "log_partition": round(float(d.mean()), 3),
+            "q_first_critic": round(float(q_sn.mean()), 1),
+            "q_gated": round(float(gated.mean()), 1),
+            "q_density_weighted": round(float((q_sn * torch.exp(d - d_data)).mean()), 1),
         }
-        gap = partitions[name] - partitions["data"]  # 0 for the data's action
-        gate = 1.0 / (1.0 + np.exp(-gap))
-        out[name]["q_gated"] = round(float(np.mean((w @ reward) * gate)), 1)
-        out[name]["q_density_weighted"] = round(float(np.mean((w @ reward) * np.exp(gap))), 1)
     return out
 
 

@@ -498,9 +498,11 @@ class CVLConfig:
                 f"and self_normalized=True, got {self.q_expectile!r} with "
                 f"{self.q_estimator!r}, self_normalized={self.self_normalized}"
             )
-        by_q = self.act_candidates > 0 or self.policy_extraction == "flow_select"
         if self.q_support_gate and (
-            self.q_estimator != "mc" or not self.self_normalized or self.q_expectile != 0.5 or by_q
+            self.q_estimator != "mc"
+            or not self.self_normalized
+            or self.q_expectile != 0.5
+            or self.acts_by_q()
         ):
             raise ValueError(
                 f"q_support_gate needs q_estimator='mc', self_normalized=True, q_expectile=0.5, "
@@ -613,6 +615,11 @@ class CVLConfig:
             )
         self._check_kernel()
 
+    def acts_by_q(self) -> bool:
+        """Whether deterministic acting selects actions by Q (``act_candidates`` > 0 or
+        "flow_select"), reading Q at states the data's batch does not hold."""
+        return self.act_candidates > 0 or self.policy_extraction == "flow_select"
+
     def policy_negatives(self) -> int:
         """How many of the action term's negatives are the policy's with
         ``action_contrast_source="policy_uniform"``: the field, or ``K // 2`` when it is None."""
@@ -672,12 +679,11 @@ class CVLConfig:
             isinstance(self.num_critics, int) and self.num_critics >= 1
         ):
             raise ValueError(f"num_critics must be an int >= 1, got {self.num_critics!r}")
-        by_q = self.act_candidates > 0 or self.policy_extraction == "flow_select"
         if self.num_critics > 1 and (
             self.q_estimator != "mc"
             or self.critic_objective == "td_infonce"
             or self.bc_density_weight
-            or by_q
+            or self.acts_by_q()
         ):
             raise ValueError(
                 f"num_critics={self.num_critics} needs q_estimator='mc', critic_objective "

@@ -136,8 +136,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         ).to(self.device)
         self.xi_state = XiState(cfg.num_rff_features, cfg.self_normalized).to(self.device)
         self.future_bank: FutureBank | None = None
-        selects_by_q = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
-        if selects_by_q and cfg.q_estimator == "mc":
+        if cfg.acts_by_q() and cfg.q_estimator == "mc":
             self.future_bank = FutureBank(cfg.batch_size, cfg.latent_dim).to(self.device)
         self.critic_opts = [make_adam(critic.parameters(), cfg.lr) for critic in self.critics]
         self.critic_opt = self.critic_opts[0]
@@ -476,8 +475,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         Before the first labelled update the direct estimator has no future states: then the
         mode (flow_select: the first sample)."""
         cfg: CVLConfig = self.config
-        selecting = cfg.act_candidates > 0 or cfg.policy_extraction == "flow_select"
-        if not deterministic or not selecting:
+        if not deterministic or not cfg.acts_by_q():
             return super().policy_action(obs_t, deterministic)
         q_fn = self.acting_q_fn()
         # Deterministic acting stays deterministic: the candidates are drawn from a generator
