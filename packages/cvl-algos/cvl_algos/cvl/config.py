@@ -200,6 +200,12 @@ class CVLConfig:
     alone (1 of 8), a 10-run screen: between "policy_uniform" and "uniform" on both the held-out
     gain and the near misses (docs/results.md, "The policy's mode alone among the negatives").
     Read by no other source (not in the paper)."""
+    action_contrast_policy: Literal["trained", "average"] = "trained"
+    """With ``action_contrast_source="policy_uniform"``: which policy draws the policy's
+    negatives. "trained": the policy DDPG+BC updates every step (the default). "average": its
+    polyak average (``policy_ema_tau`` > 0), the policy the agent acts with, which trails the
+    trained one by about 1 / tau updates, so the critic contrasts the data's action with the
+    acting policy's (not in the paper)."""
     action_contrast_noise: float = ACTION_CONTRAST_NOISE
     """Std of the Gaussian perturbation (in the [-1, 1] action box's units) that makes the
     negatives of ``action_contrast_source="perturbed"``; read by no other source."""
@@ -627,9 +633,20 @@ class CVLConfig:
         return self.action_contrast_negatives // 2 if count is None else count
 
     def _check_policy_negatives(self) -> None:
-        """``action_contrast_policy_negatives``: only with "policy_uniform", an int in [1, K - 1]
+        """``action_contrast_policy``: "average" only with "policy_uniform" and a policy average;
+        ``action_contrast_policy_negatives``: only with "policy_uniform", an int in [1, K - 1]
         (the policy's mode and at least one uniform draw)."""
         count = self.action_contrast_policy_negatives
+        if self.action_contrast_policy not in ("trained", "average") or (
+            self.action_contrast_policy == "average"
+            and (self.action_contrast_source != "policy_uniform" or not self.policy_ema_tau > 0.0)
+        ):
+            raise ValueError(
+                f"action_contrast_policy must be 'trained' or 'average', and 'average' needs "
+                f"action_contrast_source='policy_uniform' and policy_ema_tau > 0 (the average it "
+                f"draws from), got {self.action_contrast_policy!r} with "
+                f"{self.action_contrast_source!r}, policy_ema_tau {self.policy_ema_tau}"
+            )
         if count is None:
             return
         is_int = isinstance(count, int) and not isinstance(count, bool)

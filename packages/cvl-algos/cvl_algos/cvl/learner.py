@@ -322,7 +322,8 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
         the batch's actions plus Gaussian noise, clipped to [-1, 1] ("perturbed"), K - K // 2
         other anchors' actions then K // 2 uniform ones ("batch_uniform"), the policy's mode and
         n - 1 of its samples then K - n uniform ones ("policy_uniform", n =
-        `CVLConfig.policy_negatives`, K // 2 by default), else None (the
+        `CVLConfig.policy_negatives`, K // 2 by default; the policy's average with
+        ``action_contrast_policy="average"``), else None (the
         loss takes other anchors' actions)."""
         cfg: CVLConfig = self.config
         if cfg.action_contrast_source == "batch" or not self._action_contrast_weight(index):
@@ -337,8 +338,11 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             return torch.cat([other_anchors_actions(action_t, num - num // 2), drawn])
         if cfg.action_contrast_source == "policy_uniform":
             action_t, own_count = batch.action_t, cfg.policy_negatives()
+            average = cfg.action_contrast_policy == "average"
             with torch.no_grad():
-                own = candidate_actions(self.policy, batch.obs_t, own_count - 1)
+                own = candidate_actions(
+                    self.policy_ema if average else self.policy, batch.obs_t, own_count - 1
+                )
             drawn = uniform_actions(
                 (num - own_count, *action_t.shape), action_t.dtype, action_t.device
             )
