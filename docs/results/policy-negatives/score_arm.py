@@ -9,9 +9,14 @@ negatives on the same data and seeds.
   episodes of each final policy (`finish.py`), the mean success over the six runs against
   `finish.json`'s rows of both sources.
 
-argv: ARM HELDOUT FINISH.json OUT.json, run from this folder; ARM names the arm in the output. HELDOUT is screen H's `cvl-sweep`
-out-dir; FINISH.json is `finish.py`'s output on the arm's final policies (its row keys are the
-checkpoint paths, each ending in ``seed_<s>/final``)."""
+argv: ARM HELDOUT FINISH.json OUT.json [REF_HELDOUT REF_FINISH.json], run from this folder; ARM
+names the arm in the output. HELDOUT is screen H's `cvl-sweep` out-dir; FINISH.json is
+`finish.py`'s output on the arm's final policies (its row keys are the checkpoint paths, each
+ending in ``seed_<s>/final``). With the last two (the eighth amendment, `polua`), the default
+re-trained on the arm's machine is the reference: REF_HELDOUT its screen H out-dir, REF_FINISH.json
+`finish.py` on its screen C policies; the bands keep their offsets from the default's stored
+scores (H: 0.549 - 0.089 and - 0.049; C: 0.48 + 0.07 and + 0.22), and the stored references
+are reported beside."""
 
 import json
 import re
@@ -32,20 +37,32 @@ SOURCES = {"polu": "the policy's negatives (default)", "uniform": "uniform negat
 KEPT = ("success", "median_end_distance", "failed_within_2_thresholds")
 
 
-def screen_h(heldout: Path, here: Path) -> dict:
+def screen_h_runs(heldout: Path) -> tuple[dict, float]:
+    """Screen H's four runs under ``heldout`` (a `cvl-sweep` out-dir) and their mean."""
     runs = per_run(heldout / "cvl_mc")
     missing = [k for k in SCREEN_H if k not in runs]
     if missing:
         raise SystemExit(f"{heldout}: screen H runs missing: {missing}")
-    stored = json.loads((here / "screen.json").read_text())
     mean = float(np.mean([runs[k]["normalized"] for k in SCREEN_H]))
+    return {f"{t} seed {s}": runs[(t, s)] for t, s in SCREEN_H}, mean
+
+
+def screen_h(heldout: Path, here: Path, reference: Path | None = None) -> dict:
+    runs, mean = screen_h_runs(heldout)
+    stored = json.loads((here / "screen.json").read_text())
+    polu = stored["polu"]["screen H"]["mean"]
+    out = {"scored_by": "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)", "runs": runs}
     low, high = BANDS_H
+    if reference is not None:  # the bands' offsets from the stored default, moved to its rerun
+        out["polu here runs"], here_mean = screen_h_runs(reference)
+        out["polu here"] = here_mean
+        low, high = here_mean - (polu - low), here_mean - (polu - high)
+        out["bands"] = [low, high]
     reading = "keeps the gain" if mean >= high else "loses it" if mean <= low else "part"
     return {
-        "scored_by": "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)",
-        "runs": {f"{t} seed {s}": runs[(t, s)] for t, s in SCREEN_H},
+        **out,
         "mean": mean,
-        "polu": stored["polu"]["screen H"]["mean"],
+        "polu": polu,
         "uniform": stored["reference"]["screen H, the presets' cvl_mc"],
         "reading": reading,
     }
@@ -64,12 +81,17 @@ def arm_rows(finish: dict, task: str) -> dict[int, dict]:
     return out
 
 
-def screen_c(arm: str, finish: dict, here: Path) -> dict:
+def screen_c(arm: str, finish: dict, here: Path, reference: dict | None = None) -> dict:
     stored = json.loads((here / "finish.json").read_text())
     runs = {arm: {}, "polu": {}, "uniform": {}}
+    if reference is not None:
+        runs["polu here"] = {}
     for task, data in DATA_C.items():
         for seed, row in arm_rows(finish, task).items():
             runs[arm][f"{task} seed {seed}"] = row
+        if reference is not None:
+            for seed, row in arm_rows(reference, task).items():
+                runs["polu here"][f"{task} seed {seed}"] = row
         for source, label in SOURCES.items():
             for seed in SEEDS:
                 row = stored[task]["rows"][f"{label} | {data} | seed {seed}"]
@@ -78,23 +100,35 @@ def screen_c(arm: str, finish: dict, here: Path) -> dict:
         name: float(np.mean([r["success"] for r in rows.values()])) for name, rows in runs.items()
     }
     low, high = BANDS_C
+    extra = {}
+    if reference is not None:  # the bands' offsets from the stored default, moved to its rerun
+        low, high = (means["polu here"] + b - means["polu"] for b in BANDS_C)
+        extra["bands"] = [low, high]
     mean = means[arm]
     reading = "removes the cost" if mean >= high else "keeps it" if mean <= low else "part"
     return {
         "scored_by": "30 episodes of each final policy (finish.py, seed 100)",
         "runs": runs,
         "mean success": means,
+        **extra,
         "reading": reading,
     }
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 4:
-        raise SystemExit("usage: score_arm.py ARM HELDOUT FINISH.json OUT.json")
+    if len(argv) not in (4, 6):
+        raise SystemExit(
+            "usage: score_arm.py ARM HELDOUT FINISH.json OUT.json [REF_HELDOUT REF_FINISH.json]"
+        )
     arm, heldout, finish_file, out_file = argv[0], Path(argv[1]), Path(argv[2]), Path(argv[3])
+    ref_heldout = Path(argv[4]) if len(argv) == 6 else None
+    ref_finish = json.loads(Path(argv[5]).read_text()) if len(argv) == 6 else None
     here = Path(__file__).parent
     finish = json.loads(finish_file.read_text())
-    result = {"screen H": screen_h(heldout, here), "screen C": screen_c(arm, finish, here)}
+    result = {
+        "screen H": screen_h(heldout, here, ref_heldout),
+        "screen C": screen_c(arm, finish, here, ref_finish),
+    }
     tmp = out_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.rename(out_file)
