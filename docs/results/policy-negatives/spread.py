@@ -66,16 +66,20 @@ def row(path: str, data, obs: np.ndarray, data_actions: np.ndarray) -> dict:
     with torch.no_grad():
         psi = learner.psi_target(batch.obs_future).double()
     temperature, kernel = critic.temperature, critic.kernel
-    phi_data = latents(learner, obs, data_actions)
-    d_data = log_density_ratio_from_latents(phi_data, psi, temperature, kernel)
+    actions = {"data": data_actions, "policy": policy}
+    phis = {name: latents(learner, obs, action) for name, action in actions.items()}
+    ds = {
+        name: log_density_ratio_from_latents(phi, psi, temperature, kernel)
+        for name, phi in phis.items()
+    }
+    phi_data, d_data = phis["data"], ds["data"]
     out = {"approach_states": len(obs), "q_flat_weights": round(flat, 1)}
-    for name, action in (("data", data_actions), ("policy", policy)):
-        phi = latents(learner, obs, action)
+    for name, action in actions.items():
+        phi, d = phis[name], ds[name]
         w = torch.softmax(kernel_logits(phi, psi, temperature, kernel), dim=1).numpy()
         q_sn = q_direct_from_latents(
             phi, psi, reward, discount, temperature, self_normalized=True, kernel=kernel
         )
-        d = log_density_ratio_from_latents(phi, psi, temperature, kernel)
         gated = gated_q_from_latents(phi, phi_data, psi, reward, discount, temperature, kernel)
         out[name] = {
             "effective_futures": round(float(np.mean(1.0 / np.sum(w**2, axis=1))), 1),

@@ -32,7 +32,7 @@ AVERAGE = {
 }
 
 
-def _trained(seed: int = 0, updates: int = 20, **extra):
+def _updated(seed: int = 0, updates: int = 20, **extra):
     """A learner of ``AVERAGE`` with ``extra`` (a None value drops that field: its default)
     after ``updates`` updates on one batch, and the batch."""
     config = {key: value for key, value in {**AVERAGE, **extra}.items() if value is not None}
@@ -44,7 +44,7 @@ def _trained(seed: int = 0, updates: int = 20, **extra):
 
 
 def test_average_negatives_are_the_average_mode_and_samples_then_uniform_draws() -> None:
-    learner, batch = _trained()
+    learner, batch = _updated()
     with torch.no_grad():
         mean, log_std = learner.policy_ema(batch.obs_t)
         trained_mean, _ = learner.policy(batch.obs_t)
@@ -61,8 +61,8 @@ def test_average_negatives_are_the_average_mode_and_samples_then_uniform_draws()
 
 
 def test_trained_draws_from_the_trained_policy_as_the_default_does() -> None:
-    explicit, batch = _trained(action_contrast_policy="trained")
-    implicit, _ = _trained(action_contrast_policy=None)
+    explicit, batch = _updated(action_contrast_policy="trained")
+    implicit, _ = _updated(action_contrast_policy=None)
     drawn = []
     for learner in (explicit, implicit):
         torch.manual_seed(7)
@@ -74,8 +74,8 @@ def test_trained_draws_from_the_trained_policy_as_the_default_does() -> None:
 
 
 def test_the_two_sources_train_apart_once_the_average_lags() -> None:
-    average, _ = _trained(updates=5)
-    trained, _ = _trained(updates=5, action_contrast_policy="trained")
+    average, _ = _updated(updates=5)
+    trained, _ = _updated(updates=5, action_contrast_policy="trained")
     parted = [
         not torch.equal(a, b)
         for a, b in zip(average.critic.parameters(), trained.critic.parameters())

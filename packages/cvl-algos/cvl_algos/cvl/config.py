@@ -639,7 +639,6 @@ class CVLConfig:
         """``action_contrast_policy``: "average" only with "policy_uniform" and a policy average;
         ``action_contrast_policy_negatives``: only with "policy_uniform", an int in [1, K - 1]
         (the policy's mode and at least one uniform draw)."""
-        count = self.action_contrast_policy_negatives
         if self.action_contrast_policy not in ("trained", "average") or (
             self.action_contrast_policy == "average"
             and (self.action_contrast_source != "policy_uniform" or not self.policy_ema_tau > 0.0)
@@ -650,6 +649,7 @@ class CVLConfig:
                 f"draws from), got {self.action_contrast_policy!r} with "
                 f"{self.action_contrast_source!r}, policy_ema_tau {self.policy_ema_tau}"
             )
+        count = self.action_contrast_policy_negatives
         if count is None:
             return
         is_int = isinstance(count, int) and not isinstance(count, bool)
