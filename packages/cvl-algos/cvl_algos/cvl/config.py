@@ -263,6 +263,17 @@ class CVLConfig:
     (RFF: ``F(phi) . xi / F(phi) . zeta``, zeta the EMA of ``mean_j F(psi_j)``). InfoNCE leaves
     ``f`` free up to a constant per anchor, which eq. 11-12 multiply Q by; the ratio cancels it
     (not in the paper; see ``q_direct_from_latents``)."""
+    q_temperature: float | None = None
+    """Temperature of Q's kernel in eq. 11-12, tau_Q: None reads Q at the critic's
+    ``temperature`` (the paper). A value reads the self-normalised Q through the critic's kernel
+    at tau_Q: for "dot", ``exp(phi . psi / tau_Q) = exp(f)^(tau / tau_Q)``, each future's weight
+    the critic's density ratio raised to tau / tau_Q, so above tau the weights are flatter and Q
+    a smoother mean of the futures' rewards, and the kernel random features must estimate spans
+    e^(2 / tau_Q) instead of e^(2 / tau) (docs/results.md, "Why more features do not rescue the
+    random features"); for "lse", ``log mean_i exp((phi_i + psi_i) / tau_Q)`` and its exact
+    features at tau_Q. The critic trains at ``temperature`` either way (not in the paper). Needs
+    ``self_normalized`` (a tempered ratio has no normaliser of its own) and a fixed
+    temperature; with the "lse" kernel, tau_Q >= 0.05."""
     q_expectile: float = 0.5
     """"mc" with ``self_normalized``: 0.5 weighs the futures' arrival rewards by their
     probability (the mean, eq. 11); tau in (0.5, 1) takes the tau-expectile of the same
@@ -521,6 +532,7 @@ class CVLConfig:
             )
         if self.q_estimator == "rff" and not self.normalize:
             raise ValueError("the RFF estimator (lemma 1) needs normalize=True (unit latents)")
+        self._check_q_temperature()
 
     def _check_critic(self) -> None:
         """The critic's settings: temperature, objective, the action-contrast term, features."""
@@ -663,6 +675,22 @@ class CVLConfig:
                 f"action_contrast_negatives - 1 = {self.action_contrast_negatives - 1}], and is "
                 f"read only with action_contrast_source='policy_uniform', got {count!r} with "
                 f"{self.action_contrast_source!r}"
+            )
+
+    def _check_q_temperature(self) -> None:
+        """``q_temperature``: None, or a positive float read by a self-normalised Q of a fixed
+        temperature (at least the "lse" kernel's floor, 0.05, with that kernel)."""
+        tau_q = self.q_temperature
+        if tau_q is None:
+            return
+        number = isinstance(tau_q, (int, float)) and not isinstance(tau_q, bool)
+        in_range = number and (tau_q >= 0.05 if self.critic_kernel == "lse" else tau_q > 0.0)
+        if not in_range or not self.self_normalized or self.learn_temperature:
+            raise ValueError(
+                f"q_temperature must be None or a number > 0 (>= 0.05 with critic_kernel='lse'), "
+                f"with self_normalized=True and learn_temperature=False, got {tau_q!r} with "
+                f"self_normalized={self.self_normalized}, learn_temperature="
+                f"{self.learn_temperature}, critic_kernel={self.critic_kernel!r}"
             )
 
     def _check_kernel(self) -> None:

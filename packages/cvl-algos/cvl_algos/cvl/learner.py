@@ -130,7 +130,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
             cfg.rff_kind,
             cfg.latent_dim,
             cfg.num_rff_features,
-            temperature=cfg.temperature,
+            temperature=cfg.temperature if cfg.q_temperature is None else cfg.q_temperature,
             seed=self.seed,
             orthogonal=cfg.rff_orthogonal,
         ).to(self.device)
@@ -433,6 +433,7 @@ class CVLLearner(CriticReadouts, PretrainingLearner):
                 cfg.self_normalized,
                 cfg.q_expectile,
                 gate_actions,
+                cfg.q_temperature,
             )
             for critic, psi in zip(self.critics, psi_futures, strict=True)
         ]

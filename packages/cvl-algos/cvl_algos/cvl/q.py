@@ -331,15 +331,18 @@ def direct_q_fn(
     self_normalized: bool = False,
     expectile: float = 0.5,
     gate_actions: Tensor | None = None,
+    temperature: float | None = None,
 ) -> Callable[[Tensor, Tensor], Tensor]:
     """``q_fn(obs_t (B, ...), actions (N, B, A)) -> (N, B)`` of eq. 11 against fixed future
     latents ``psi_future`` (M, d), e.g. ``psi_target(batch.obs_future)`` (critic detached);
     ``expectile`` as in `q_direct_from_latents`. Given the data's actions ``gate_actions``
     (B, A) at the states the q_fn is called with, Q is `gated_q_from_latents` (the data's
-    latents without a graph; ``self_normalized`` and ``expectile`` 0.5 required)."""
+    latents without a graph; ``self_normalized`` and ``expectile`` 0.5 required). The kernel
+    reads ``temperature`` (``CVLConfig.q_temperature``) when given, else the critic's."""
     phi = detached_phi(critic)
     psi_future = psi_future.detach()
-    temperature = critic.detached_temperature()  # the policy loss leaves a learned one alone
+    if temperature is None:  # the policy loss leaves a learned temperature alone
+        temperature = critic.detached_temperature()
     assert gate_actions is None or (self_normalized and expectile == 0.5)
 
     def q_fn(obs_t: Tensor, actions: Tensor) -> Tensor:

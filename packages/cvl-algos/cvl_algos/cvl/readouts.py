@@ -59,13 +59,14 @@ class CriticReadouts:
             raise ValueError("the direct estimator needs obs_future and reward_future")
         obs_future = self.obs_tensor(obs_future)
         reward_future = torch.as_tensor(reward_future, device=self.device).float()
+        tau_q = self.config.q_temperature  # None: the critic's own (a learned one too)
         values = [
             q_direct_from_latents(
                 critic.phi(obs, action),
                 psi_target(obs_future),
                 reward_future,
                 self.config.discount,
-                critic.temperature,
+                critic.temperature if tau_q is None else tau_q,
                 self.config.self_normalized,
                 self.config.q_expectile,
                 critic.kernel,
