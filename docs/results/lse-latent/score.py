@@ -1,19 +1,20 @@
-"""lse-latent's scorer (PREREG.md): arms `lsex256`, `lsex64` and the presets' default, each a
-`cvl-sweep` folder, all trained on one machine.
+"""The scorer of `lse-latent/` and `q-temperature/` (their PREREG.md): arms against the presets'
+default, every run trained on one machine.
 
-``python score.py LSEX256 LSEX64 DEFAULT out.json [REPRO]``, run from this folder: each run scored
-by the expert-normalised return of its last 3 evaluations pooled (5k-10k, 30 episodes), its success
-over the same episodes and its critic's accuracy (``critic_accuracy``, mean over the updates after
-9000); the screen's readings; once `lsex256` and the default have the mixed suite's 4 x 3, the
-confirmation (rliable IQMs with 95% CIs, P(`lsex256` > default), mean success per task, run
-times); with ``REPRO`` (a `cvl-sweep` folder of the default's reach runs from another snapshot on
-this machine), the reproduction check of the default's reach runs, evaluation by evaluation.
+``python score.py OUT.json default=DIR ARM=DIR ... [--repro DIR] [--final30]``, each DIR a
+`cvl-sweep` folder's algorithm folder (``<root>/cvl_mc`` or ``<root>/cvl``). Each run is scored
+by the expert-normalised return of its last 3 evaluations pooled (5k-10k, 30 episodes), its
+success over the same episodes and its critic's accuracy (``critic_accuracy``, mean over the
+updates after 9000). For each arm: the screen's mean over door-open and drawer-open x seeds 0
+and 1 and its reading against the default; once the arm and the default have the mixed suite's
+4 x 3, the confirmation (rliable IQMs with 95% CIs, P(arm > default), mean success per task, run
+times, the reading). ``--repro DIR``: the default's reach runs compared, evaluation by
+evaluation, with those under DIR (another snapshot, the same machine). ``--final30``: every run
+by 30 episodes of its final policy (``cvl-evaluate --episodes 30 --seed 100`` in its
+``final/``), without the screen."""
 
-``python score.py LSEX256 LSEX64 DEFAULT final30.json final30``: the same 4 x 3 by 30 episodes of
-each final policy (``cvl-evaluate --episodes 30 --seed 100`` in each run's ``final/``)."""
-
+import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,6 @@ SEEDS = (0, 1, 2)
 SCREEN = [(t, s) for t in TASKS[:2] for s in (0, 1)]
 LEVEL, BELOW = 0.03, 0.08  # screen: "level" within LEVEL below the default, "below" past BELOW
 ACCURACY_AFTER = 9000  # critic accuracy: mean over the updates after this one
-ALGO = {"lsex256": "cvl", "lsex64": "cvl", "default": "cvl_mc"}
 
 
 def critic_accuracy(run_dir: Path) -> float:
@@ -42,15 +42,17 @@ def critic_accuracy(run_dir: Path) -> float:
     return float(np.mean(late))
 
 
-def per_run(root: Path, final_episodes: int | None = None) -> dict[tuple[str, int], dict]:
+def per_run(algo_dir: Path, final_episodes: int | None = None) -> dict[tuple[str, int], dict]:
     """(task, seed) -> score, success, critic accuracy and wall time of each finished run."""
+    if not algo_dir.is_dir():
+        raise SystemExit(f"{algo_dir}: not a folder (expected <sweep>/<algorithm>)")
     out = {}
     scoring = {"final_episodes": final_episodes} if final_episodes else {"last_evals": 3}
-    for r in load_runs([str(root)], **scoring) if root.exists() else []:
+    for r in load_runs([str(algo_dir)], **scoring):
         scores, _, normalized = score_dict([r], [r.label])
         if not normalized:
             raise SystemExit(f"{r.task}: no expert normaliser")
-        run_dir = root / r.label / r.task / f"seed_{r.seed}"
+        run_dir = algo_dir / r.task / f"seed_{r.seed}"
         results = json.loads((run_dir / "results.json").read_text())
         out[(r.task, r.seed)] = {
             "normalized": float(scores[r.label][0, 0]),
@@ -61,101 +63,113 @@ def per_run(root: Path, final_episodes: int | None = None) -> dict[tuple[str, in
     return out
 
 
-def screen(arms: dict[str, dict]) -> dict:
-    """The screen's means over its four runs, its reading and the latent's effect."""
-    out = {}
-    means = {
-        arm: float(np.mean([runs[k]["normalized"] for k in SCREEN]))
-        for arm, runs in arms.items()
-        if all(k in runs for k in SCREEN)
+def screen(runs: dict, default: dict) -> dict:
+    """An arm's screen mean, critic accuracy and reading against the default's."""
+    if not all(k in runs for k in SCREEN) or not all(k in default for k in SCREEN):
+        return {}
+    mean = float(np.mean([runs[k]["normalized"] for k in SCREEN]))
+    gap = mean - float(np.mean([default[k]["normalized"] for k in SCREEN]))
+    return {
+        "mean": mean,
+        "critic accuracy": float(np.mean([runs[k]["critic_accuracy"] for k in SCREEN])),
+        "against the default": gap,
+        "reading": "level" if gap >= -LEVEL else "below" if gap < -BELOW else "part",
     }
-    for arm in means:
-        out[f"{arm} mean"] = means[arm]
-        out[f"{arm} critic accuracy"] = float(
-            np.mean([arms[arm][k]["critic_accuracy"] for k in SCREEN])
-        )
-    if "lsex256" in means and "default" in means:
-        gap = means["lsex256"] - means["default"]
-        out["reading"] = "level" if gap >= -LEVEL else "below" if gap < -BELOW else "part"
-    if "lsex256" in means and "lsex64" in means:
-        out["lsex256 - lsex64"] = means["lsex256"] - means["lsex64"]
-    return out
 
 
-def confirmation(arms: dict[str, dict], scored: str) -> dict:
-    """rliable IQMs with CIs, P(`lsex256` > default), mean success per task and the reading."""
-    pair = {a: arms[a] for a in ("lsex256", "default")}
+def confirmation(arm: str, runs: dict, default: dict, scored: str) -> dict:
+    """rliable IQMs with CIs, P(arm > default), mean success per task and the reading."""
+    pair = {arm: runs, "default": default}
     scores = {
-        arm: np.asarray([[runs[(t, s)]["normalized"] for t in TASKS] for s in SEEDS])
-        for arm, runs in pair.items()
+        name: np.asarray([[r[(t, s)]["normalized"] for t in TASKS] for s in SEEDS])
+        for name, r in pair.items()
     }
     agg = aggregate_scores(scores)
-    poi = probability_of_improvement(scores, [("lsex256", "default")])["lsex256,default"]
+    poi = probability_of_improvement(scores, [(arm, "default")])[f"{arm},default"]
     return {
         "scored_by": scored,
         "tasks": TASKS,
-        "iqm": {a: agg[a]["IQM"] for a in scores},
-        "P(lsex256 > default)": poi,
+        "iqm": {name: agg[name]["IQM"] for name in scores},
+        f"P({arm} > default)": poi,
         "mean success": {
-            arm: {t: float(np.mean([runs[(t, s)]["success"] for s in SEEDS])) for t in TASKS}
-            for arm, runs in pair.items()
+            name: {t: float(np.mean([r[(t, s)]["success"] for s in SEEDS])) for t in TASKS}
+            for name, r in pair.items()
         },
         "wall time s (min, max)": {
-            arm: [
-                min(r["wall_time_s"] for r in runs.values()),
-                max(r["wall_time_s"] for r in runs.values()),
+            name: [
+                min(v["wall_time_s"] for v in r.values()),
+                max(v["wall_time_s"] for v in r.values()),
             ]
-            for arm, runs in pair.items()
+            for name, r in pair.items()
         },
         "section 2 target on the mixed suite": "met" if poi["point"] >= 0.5 else "unmet",
     }
 
 
-def reproduction(default_root: Path, other_root: Path) -> dict:
+def reproduction(default_dir: Path, other_dir: Path) -> dict:
     """The default's reach runs against the same runs from another snapshot: equal evaluations?"""
     out = {}
     for s in SEEDS:
-        paths = [
-            r / "cvl_mc" / "reach-v3" / f"seed_{s}" / "evals.jsonl"
-            for r in (default_root, other_root)
-        ]
-        if not all(p.exists() for p in paths):
-            continue
-        a, b = (
-            [json.loads(x)["episode_returns"] for x in p.read_text().splitlines()] for p in paths
-        )
-        out[f"reach seed {s}"] = {"evaluations": len(a), "identical": a == b}
+        paths = [d / "reach-v3" / f"seed_{s}" / "evals.jsonl" for d in (default_dir, other_dir)]
+        if all(p.exists() for p in paths):
+            a, b = (
+                [json.loads(x)["episode_returns"] for x in p.read_text().splitlines()]
+                for p in paths
+            )
+            out[f"reach seed {s}"] = {"evaluations": len(a), "identical": a == b}
     return out
 
 
-def main(argv: list[str]) -> None:
-    roots = dict(zip(ALGO, (Path(a) for a in argv[:3])))
-    out_file = Path(argv[3])
-    final = argv[4:5] == ["final30"]
-    arms = {arm: per_run(root, 30 if final else None) for arm, root in roots.items()}
-    result = {
-        "scored_by": (
-            "30 episodes of each final policy (seed 100)"
-            if final
-            else "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)"
-        ),
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, metavar="OUT.json")
+    parser.add_argument("arms", nargs="+", metavar="LABEL=DIR", help="'default=DIR' among them")
+    parser.add_argument("--repro", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--final30", action="store_true")
+    args = parser.parse_args(argv)
+    pairs = [a.partition("=") for a in args.arms]
+    if any(not label or not sep or not path for label, sep, path in pairs):
+        parser.error("arms: expected LABEL=DIR")
+    args.arms = {label: Path(path) for label, _, path in pairs}
+    if "default" not in args.arms:
+        parser.error("arms: expected one 'default=DIR'")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    final = 30 if args.final30 else None
+    runs = {label: per_run(path, final) for label, path in args.arms.items()}
+    default = runs["default"]
+    scored = (
+        "30 episodes of each final policy (seed 100)"
+        if final
+        else "last 3 evaluations pooled (5k, 7.5k, 10k; 30 episodes)"
+    )
+    result: dict = {
+        "scored_by": scored,
         "runs": {
-            arm: {f"{t} seed {s}": v for (t, s), v in sorted(runs.items())}
-            for arm, runs in arms.items()
+            label: {f"{t} seed {s}": v for (t, s), v in sorted(r.items())}
+            for label, r in runs.items()
         },
     }
-    if not final:
-        result["screen"] = screen(arms)
     grid = [(t, s) for t in TASKS for s in SEEDS]
-    if all(k in arms[a] for a in ("lsex256", "default") for k in grid):
-        result["confirmation, mixed suite 4 x 3"] = confirmation(arms, result["scored_by"])
-    if argv[4:5] and not final:
-        result["reproduction"] = reproduction(roots["default"], Path(argv[4]))
-    tmp = out_file.with_suffix(".tmp")
+    for label, r in runs.items():
+        if label == "default":
+            continue
+        if not final:
+            result[f"screen: {label}"] = screen(r, default)
+        if all(k in r and k in default for k in grid):
+            result[f"confirmation, mixed suite 4 x 3: {label}"] = confirmation(
+                label, r, default, scored
+            )
+    if args.repro is not None:
+        result["reproduction"] = reproduction(args.arms["default"], args.repro)
+    tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")
-    tmp.rename(out_file)
+    tmp.rename(args.out)
     print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
