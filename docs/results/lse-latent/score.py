@@ -11,7 +11,8 @@ and 1 and its reading against the default; once the arm and the default have the
 times, the reading). ``--repro DIR``: the default's reach runs compared, evaluation by
 evaluation, with those under DIR (another snapshot, the same machine). ``--final30``: every run
 by 30 episodes of its final policy (``cvl-evaluate --episodes 30 --seed 100`` in its
-``final/``), without the screen."""
+``final/``), without the screen. ``--suite stitched``: the hard suite's stitched door-open and
+drawer-open x 3 seeds in place of the mixed suite's 4 x 3, without the screen."""
 
 import argparse
 import json
@@ -23,8 +24,18 @@ from cvl_eval.analysis.metrics import aggregate_scores, probability_of_improveme
 from cvl_eval.analysis.run_scores import load_runs, score_dict
 
 TASKS = [f"{t}-v3" for t in ("door-open", "drawer-open", "faucet-open", "reach")]
+STITCHED = TASKS[:2]  # the hard suite's stitched half (`--suite stitched`)
 SEEDS = (0, 1, 2)
 SCREEN = [(t, s) for t in TASKS[:2] for s in (0, 1)]
+READINGS = {  # --suite: (the grid's name, its reading's name, the reading if met, if not)
+    "mixed": ("mixed suite 4 x 3", "section 2 target on the mixed suite", "met", "unmet"),
+    "stitched": (
+        "hard suite's stitched half 2 x 3",
+        "the stitched half",
+        "level on the stitched half",
+        "behind on the stitched half",
+    ),
+}
 LEVEL, BELOW = 0.03, 0.08  # screen: "level" within LEVEL below the default, "below" past BELOW
 ACCURACY_AFTER = 9000  # critic accuracy: mean over the updates after this one
 
@@ -77,22 +88,25 @@ def screen(runs: dict, default: dict) -> dict:
     }
 
 
-def confirmation(arm: str, runs: dict, default: dict, scored: str) -> dict:
-    """rliable IQMs with CIs, P(arm > default), mean success per task and the reading."""
+def confirmation(arm: str, runs: dict, default: dict, scored: str, suite: str) -> dict:
+    """rliable IQMs with CIs, P(arm > default), mean success per task and the reading, over
+    the ``suite``'s tasks x 3 seeds."""
+    tasks = STITCHED if suite == "stitched" else TASKS
+    _, name_of_reading, met, unmet = READINGS[suite]
     pair = {arm: runs, "default": default}
     scores = {
-        name: np.asarray([[r[(t, s)]["normalized"] for t in TASKS] for s in SEEDS])
+        name: np.asarray([[r[(t, s)]["normalized"] for t in tasks] for s in SEEDS])
         for name, r in pair.items()
     }
     agg = aggregate_scores(scores)
     poi = probability_of_improvement(scores, [(arm, "default")])[f"{arm},default"]
     return {
         "scored_by": scored,
-        "tasks": TASKS,
+        "tasks": tasks,
         "iqm": {name: agg[name]["IQM"] for name in scores},
         f"P({arm} > default)": poi,
         "mean success": {
-            name: {t: float(np.mean([r[(t, s)]["success"] for s in SEEDS])) for t in TASKS}
+            name: {t: float(np.mean([r[(t, s)]["success"] for s in SEEDS])) for t in tasks}
             for name, r in pair.items()
         },
         "wall time s (min, max)": {
@@ -102,7 +116,7 @@ def confirmation(arm: str, runs: dict, default: dict, scored: str) -> dict:
             ]
             for name, r in pair.items()
         },
-        "section 2 target on the mixed suite": "met" if poi["point"] >= 0.5 else "unmet",
+        name_of_reading: met if poi["point"] >= 0.5 else unmet,
     }
 
 
@@ -126,6 +140,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("arms", nargs="+", metavar="LABEL=DIR", help="'default=DIR' among them")
     parser.add_argument("--repro", type=Path, default=None, metavar="DIR")
     parser.add_argument("--final30", action="store_true")
+    parser.add_argument("--suite", choices=tuple(READINGS), default="mixed")
     args = parser.parse_args(argv)
     pairs = [a.partition("=") for a in args.arms]
     if any(not label or not sep or not path for label, sep, path in pairs):
@@ -153,15 +168,17 @@ def main() -> None:
             for label, r in runs.items()
         },
     }
-    grid = [(t, s) for t in TASKS for s in SEEDS]
+    grid_name = READINGS[args.suite][0]
+    tasks = STITCHED if args.suite == "stitched" else TASKS
+    grid = [(t, s) for t in tasks for s in SEEDS]
     for label, r in runs.items():
         if label == "default":
             continue
-        if not final:
+        if not final and args.suite == "mixed":
             result[f"screen: {label}"] = screen(r, default)
         if all(k in r and k in default for k in grid):
-            result[f"confirmation, mixed suite 4 x 3: {label}"] = confirmation(
-                label, r, default, scored
+            result[f"confirmation, {grid_name}: {label}"] = confirmation(
+                label, r, default, scored, args.suite
             )
     if args.repro is not None:
         result["reproduction"] = reproduction(args.arms["default"], args.repro)
