@@ -12,7 +12,8 @@ times, the reading). ``--repro DIR``: the default's reach runs compared, evaluat
 evaluation, with those under DIR (another snapshot, the same machine). ``--final30``: every run
 by 30 episodes of its final policy (``cvl-evaluate --episodes 30 --seed 100`` in its
 ``final/``), without the screen. ``--suite stitched``: the hard suite's stitched door-open and
-drawer-open x 3 seeds in place of the mixed suite's 4 x 3, without the screen."""
+drawer-open x 3 seeds in place of the mixed suite's 4 x 3, without the screen. ``--subset
+door-open:0 ...``: each arm's mean over those runs, where it has them all."""
 
 import argparse
 import json
@@ -141,6 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repro", type=Path, default=None, metavar="DIR")
     parser.add_argument("--final30", action="store_true")
     parser.add_argument("--suite", choices=tuple(READINGS), default="mixed")
+    parser.add_argument(
+        "--subset", nargs="+", default=None, metavar="TASK:SEED", help="each arm's mean over these"
+    )
     args = parser.parse_args(argv)
     pairs = [a.partition("=") for a in args.arms]
     if any(not label or not sep or not path for label, sep, path in pairs):
@@ -180,6 +184,16 @@ def main() -> None:
             result[f"confirmation, {grid_name}: {label}"] = confirmation(
                 label, r, default, scored, args.suite
             )
+    if args.subset:
+        keys = [(f"{t}-v3", int(seed)) for t, _, seed in (x.partition(":") for x in args.subset)]
+        result["subset"] = {
+            "runs": [f"{t} seed {s}" for t, s in keys],
+            "mean": {
+                label: float(np.mean([r[k]["normalized"] for k in keys]))
+                for label, r in runs.items()
+                if all(k in r for k in keys)
+            },
+        }
     if args.repro is not None:
         result["reproduction"] = reproduction(args.arms["default"], args.repro)
     tmp = args.out.with_suffix(".tmp")
